@@ -1,0 +1,137 @@
+"""Nodes that reshape messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.message import PathError, deep_copy, delete_path, get_path, parse_path, set_path
+from runtime.node import CUSTOM, Node, NodeConfigError, Param, node
+
+CHANGE_ACTIONS = ("set", "delete", "move", "copy")
+
+
+@node("core.change", name="Change", category="Core", icon="edit", color="#e2a03f")
+class Change(Node):
+    """Sets, deletes, moves or copies message properties, rule by rule."""
+
+    rules = Param("json", 'Rules in order: {"action": "set", "path": "payload.x", "value": 1}, '
+                  '{"action": "delete", "path": ...}, {"action": "move"|"copy", "from": ..., '
+                  '"path": ...}', default=[], allow=CUSTOM)
+
+    @classmethod
+    def check(cls, params):
+        rules = params.get("rules")
+        return [("rules", p) for p in _rule_problems(rules.value if rules else [])]
+
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        # Compile once: the hot path is a loop over tuples.
+        self._ops = [(r["action"], r["path"], r.get("value"), r.get("from"))
+                     for r in (self.rules.get() or [])]
+
+    def on_message(self, msg):
+        for action, path, value, src in self._ops:
+            if action == "set":
+                set_path(msg, path, deep_copy(value) if isinstance(value, (dict, list)) else value)
+            elif action == "delete":
+                delete_path(msg, path)
+            elif action == "copy":
+                set_path(msg, path, deep_copy(get_path(msg, src)))
+            else:  # move
+                value = get_path(msg, src)
+                delete_path(msg, src)
+                set_path(msg, path, value)
+
+
+def _rule_problems(rules: Any) -> list[str]:
+    if not isinstance(rules, list):
+        return ["rules must be a list"]
+    out = []
+    for i, r in enumerate(rules):
+        if not isinstance(r, dict):
+            out.append(f"rule {i + 1} must be an object")
+            continue
+        action = r.get("action")
+        if action not in CHANGE_ACTIONS:
+            out.append(f"rule {i + 1}: action must be one of {', '.join(CHANGE_ACTIONS)}")
+            continue
+        for key in ("path",) + (("from",) if action in ("move", "copy") else ()):
+            try:
+                parse_path(r.get(key) or "")
+            except PathError as exc:
+                out.append(f"rule {i + 1}: '{key}': {exc}")
+        if action == "set" and "value" not in r:
+            out.append(f"rule {i + 1}: a set rule needs a value")
+    return out
+
+
+@node("core.template", name="Template", category="Core", icon="template", color="#d86f9b")
+class Template(Node):
+    """Renders a Jinja2 template over the message (``{{ payload.name }}``,
+    ``{{ msg.topic }}``) and writes the text to a path."""
+
+    template = Param(str, "Jinja2 template; the message's fields are variables, and 'msg' is "
+                     "the whole message", default="{{ payload }}", multiline=True, allow=CUSTOM)
+    to = Param(str, "Where to write the text", default="payload", allow=CUSTOM)
+
+    @classmethod
+    def check(cls, params):
+        tpl = params.get("template")
+        if tpl and isinstance(tpl.value, str):
+            try:
+                _env().parse(tpl.value)
+            except Exception as exc:  # jinja2.TemplateSyntaxError
+                return [("template", f"template error: {exc}")]
+        return []
+
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        self._tpl = _env().from_string(self.template.get() or "")
+        self._to = self.to.get() or "payload"
+
+    def on_message(self, msg):
+        try:
+            text = self._tpl.render(msg, msg=msg)
+        except Exception as exc:
+            raise NodeConfigError(f"template: {exc}") from None
+        set_path(msg, self._to, text)
+
+
+_jinja_env = None
+
+
+def _env():
+    global _jinja_env
+    if _jinja_env is None:
+        import jinja2
+
+        _jinja_env = jinja2.Environment(autoescape=False, undefined=jinja2.ChainableUndefined)
+    return _jinja_env
+
+
+@node("core.split", name="Split", category="Core", icon="split", color="#e2a03f")
+class Split(Node):
+    """Sends one message per element of a list (or per key of an object),
+    with ``parts`` = {index, count, key} so a later node knows where it was."""
+
+    path = Param(str, "The list to split", default="payload", allow=CUSTOM)
+
+    def on_message(self, msg):
+        from runtime.message import new_msgid
+        from runtime.node import DROP
+
+        path = self.path.get() or "payload"
+        value = get_path(msg, path)
+        if isinstance(value, dict):
+            items = list(value.items())
+        elif isinstance(value, list):
+            items = list(enumerate(value))
+        else:
+            return None  # not a list: pass the message through unchanged
+        for i, (key, item) in enumerate(items):
+            part = deep_copy(msg)
+            set_path(part, path, item)
+            part["parts"] = {"index": i, "count": len(items), "key": key}
+            part["_msgid"] = new_msgid()
+            self.send(part)
+        return DROP

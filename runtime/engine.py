@@ -1,0 +1,537 @@
+"""Runs a flow: instantiate nodes, route messages, stop.
+
+Dispatch is direct. A node whose ``on_message`` is a plain function runs
+inline in the sender's call (no queue, no task); a coroutine gets a task per
+message so that slow I/O overlaps. Inline chains are bounded in depth: past
+``MAX_DEPTH`` hops (or while a node already has deferred messages, to keep
+its order) a message continues on the next turn of the event loop. The run
+counts what is in flight and ends the moment the last message settles.
+
+Per-message facts are counters on the node and wire runtimes, published as a
+periodic ``stats`` event; only with tracing on does every hop become an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events import (
+    Debug,
+    EventBus,
+    Log,
+    MessageSent,
+    NodeError,
+    NodeStatus,
+    RunFinished,
+    RunStarted,
+    Stats,
+)
+from .flow import Flow, FlowError, FlowNode, tool_name, validate_flow
+from .message import (
+    AGENT_NODE_ID,
+    MESSAGE_TYPE,
+    TOOL_CALLER_ID,
+    TOOL_DATA,
+    TOOL_ERROR,
+    TOOL_NAME,
+    TOOL_RESPONSE,
+    TOOL_STATUS,
+    Message,
+    deep_copy,
+    new_msgid,
+    to_jsonable,
+)
+from .node import DROP, Node, NodeConfigError, redact
+from .registry import Registry
+from .spec import NodeSpec
+
+log = logging.getLogger(__name__)
+
+MAX_DEPTH = 100
+STATS_INTERVAL = 0.25
+LAST_MESSAGES = 5
+SNAPSHOT_LIMIT = 4000  # characters kept of a long string in a recorded message
+
+
+class WireRuntime:
+    __slots__ = ("index", "target", "target_port", "count", "last")
+
+    def __init__(self, index: int, target: NodeRuntime, target_port: str) -> None:
+        self.index = index
+        self.target = target
+        self.target_port = target_port
+        self.count = 0
+        self.last: Any = None
+
+
+class NodeRuntime:
+    """The engine's side of one node: its routes, counters and services."""
+
+    __slots__ = (
+        "engine", "node", "id", "spec", "fnode", "on_message", "is_async", "sem", "routes",
+        "out_routes", "count_in", "count_out", "errors", "active", "last_in", "last_out",
+        "budget", "deferred", "tool_targets", "disabled",
+    )
+
+    def __init__(self, engine: Engine, fnode: FlowNode, spec: NodeSpec) -> None:
+        self.engine = engine
+        self.fnode = fnode
+        self.id = fnode.id
+        self.spec = spec
+        self.routes: dict[str, list[WireRuntime]] = {}
+        self.out_routes: list[WireRuntime] = []
+        self.count_in = self.count_out = self.errors = self.active = 0
+        self.last_in: deque = deque(maxlen=LAST_MESSAGES)
+        self.last_out: deque = deque(maxlen=LAST_MESSAGES)
+        self.budget = 0
+        self.deferred = 0
+        self.tool_targets: list[str] = []  # for agents: node ids wired to `tools`
+        self.disabled = fnode.disabled
+        self.node: Node = None  # type: ignore[assignment]
+        self.on_message: Any = None
+        self.is_async = False
+        self.sem: asyncio.Semaphore | None = None
+
+    def bind(self, node: Node) -> None:
+        self.node = node
+        self.on_message = node.on_message
+        self.is_async = inspect.iscoroutinefunction(type(node).on_message)
+        if self.is_async and type(node).concurrency:
+            self.sem = asyncio.Semaphore(type(node).concurrency)
+
+    # services used through Node
+    def send(self, msg: dict, port: str = "out") -> None:
+        self.engine._send_from(self, msg, port)
+
+    def status(self, text: str, color: str = "", state: str = "idle") -> None:
+        bus = self.engine.bus
+        if bus.active:
+            bus.publish(NodeStatus(node=self.id, text=text, color=color or "", state=state))  # type: ignore[arg-type]
+
+    def debug(self, value: Any, msg: dict | None = None) -> None:
+        bus = self.engine.bus
+        if bus.active:
+            bus.publish(Debug(node=self.id, name=self.node.name, value=to_jsonable(value),
+                              msgid=(msg or {}).get("_msgid", "")))
+
+    def log(self, text: str, level: str = "info") -> None:
+        bus = self.engine.bus
+        if bus.active:
+            bus.publish(Log(node=self.id, level=level, text=redact(text)))  # type: ignore[arg-type]
+
+    def record(self, store: deque, msg: dict) -> None:
+        self.budget -= 1
+        store.append(to_jsonable(msg, limit=SNAPSHOT_LIMIT))
+
+
+@dataclass
+class RunResult:
+    status: str = "ok"  # ok | error | stopped | timeout
+    errors: int = 0  # uncaught node errors
+    duration_ms: float = 0.0
+    problems: list = field(default_factory=list)
+
+
+class Engine:
+    """One run of one flow. Create, ``await run()``, optionally ``stop()``."""
+
+    def __init__(
+        self,
+        flow: Flow,
+        registry: Registry | None = None,
+        bus: EventBus | None = None,
+        *,
+        trace: bool = False,
+        record: bool | None = None,
+        keep_alive: bool = False,
+        file: str = "",
+    ) -> None:
+        self.flow = flow
+        self.registry = registry or Registry.default()
+        self.bus = bus or EventBus()
+        self.trace = trace
+        # Record last messages per node/wire for the inspector; costs a copy
+        # of a few messages per node per stats tick, so only when listened to.
+        self._record_wanted = record
+        self.keep_alive = keep_alive
+        self.file = file
+        self.run_id = uuid.uuid4().hex[:12]
+        self.nodes: dict[str, NodeRuntime] = {}
+        self._inflight = 0
+        self._tasks: set[asyncio.Task] = set()
+        self._done: asyncio.Future | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._catchers: list[tuple[NodeRuntime, frozenset[str]]] = []
+        self._uncaught = 0
+        self._status = "ok"
+        self._started = 0.0
+        self._record = False
+        self.running = False
+        self._build()
+
+    # -- construction -------------------------------------------------------
+    def _build(self) -> None:
+        problems = [p for p in validate_flow(self.flow, self.registry, file=self.file)
+                    if p.severity == "error"]
+        if problems:
+            raise FlowError(problems)
+        for fnode in self.flow.nodes:
+            cls = self.registry.get(fnode.type)
+            assert cls is not None
+            rt = NodeRuntime(self, fnode, cls.spec)
+            rt.bind(cls(fnode.id, fnode.name or "", fnode.params, fnode.outputs, rt))
+            self.nodes[fnode.id] = rt
+        for index, wire in enumerate(self.flow.wires):
+            (src, port), (dst, dport) = wire.source, wire.target
+            s, d = self.nodes[src], self.nodes[dst]
+            kind = next((p.kind for p in s.spec.outputs if p.name == port), "out")
+            if kind == "tools":
+                s.tool_targets.append(dst)
+                continue
+            s.routes.setdefault(port, []).append(WireRuntime(index, d, dport))
+        for rt in self.nodes.values():
+            rt.out_routes = rt.routes.get("out", [])
+            if rt.spec.type == "core.catch":
+                watched = rt.node.param("nodes").get(None) or []
+                self._catchers.append((rt, frozenset(watched)))
+
+    def tool_name_of(self, node_id: str) -> str | None:
+        rt = self.nodes[node_id]
+        return tool_name(rt.spec, rt.fnode)
+
+    # -- running ------------------------------------------------------------
+    async def run(self, timeout: float | None = None) -> RunResult:
+        self._loop = asyncio.get_running_loop()
+        self._done = self._loop.create_future()
+        self.bus.run_id = self.run_id
+        self._record = self._record_wanted if self._record_wanted is not None else self.bus.active
+        self._started = time.perf_counter()
+        self.running = True
+        if self.bus.active:
+            self.bus.publish(RunStarted(flow=self.flow.name, path=self.file,
+                                        nodes=len(self.nodes), trace=self.trace))
+        stats_task = self._loop.create_task(self._stats_loop()) if self.bus.active else None
+        try:
+            await self._start_nodes()
+            if not self._done.done():
+                self._inflight += 1  # held while sources are being started
+                for rt in self.nodes.values():
+                    if rt.spec.source and not rt.disabled:
+                        self._spawn(self._run_source(rt))
+                self._inflight -= 1
+                self._settle()
+            try:
+                if timeout is not None:
+                    await asyncio.wait_for(asyncio.shield(self._done), timeout)
+                else:
+                    await self._done
+            except TimeoutError:
+                self._status = "timeout"
+        finally:
+            await self._shutdown()
+            if stats_task:
+                stats_task.cancel()
+        return self._finish()
+
+    def stop(self) -> None:
+        """Cancel everything in flight (tool calls included) and end the run."""
+        if self._done is not None and not self._done.done():
+            self._status = "stopped"
+            self._done.set_result(None)
+
+    async def _start_nodes(self) -> None:
+        for rt in self.nodes.values():
+            try:
+                await rt.node.start()
+            except Exception as exc:
+                self._node_failed(rt, None, exc)
+        if self._uncaught:
+            self._status = "error"
+            self._done.set_result(None)  # type: ignore[union-attr]
+
+    async def _shutdown(self) -> None:
+        tasks = [t for t in self._tasks if not t.done()]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for rt in self.nodes.values():
+            try:
+                await rt.node.close()
+            except Exception as exc:
+                log.warning("node %s failed to close: %s", rt.id, exc)
+        self.running = False
+
+    def _finish(self) -> RunResult:
+        duration = (time.perf_counter() - self._started) * 1000
+        status = self._status
+        if status == "ok" and self._uncaught:
+            status = "error"
+        if self.bus.active:
+            self.bus.publish(self.stats())
+            self.bus.publish(RunFinished(status=status, duration_ms=duration,  # type: ignore[arg-type]
+                                         errors=self._uncaught))
+        return RunResult(status=status, errors=self._uncaught, duration_ms=duration)
+
+    def _spawn(self, coro: Any) -> asyncio.Task:
+        self._inflight += 1
+        task = self._loop.create_task(coro)  # type: ignore[union-attr]
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        self._inflight -= 1
+        self._settle()
+
+    def _settle(self) -> None:
+        if self._inflight == 0 and not self.keep_alive and self._done and not self._done.done():
+            self._done.set_result(None)
+
+    async def _run_source(self, rt: NodeRuntime) -> None:
+        try:
+            await rt.node.generate()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._node_failed(rt, None, exc)
+
+    def hold(self) -> None:
+        """Count outside work (an agent's pending LLM call) as in flight."""
+        self._inflight += 1
+
+    def release(self) -> None:
+        self._inflight -= 1
+        self._settle()
+
+    def spawn(self, coro: Any) -> asyncio.Task:
+        """Run a coroutine as part of the run: counted, cancelled on stop."""
+        return self._spawn(coro)
+
+    # -- dispatch (the hot path) -------------------------------------------
+    def inject(self, node_id: str, msg: dict | None = None) -> None:
+        """Deliver a message to a node's input as if it arrived on a wire."""
+        rt = self.nodes[node_id]
+        self._deliver(rt, msg if msg is not None else Message.new(), 0)
+
+    def _deliver(self, rt: NodeRuntime, msg: dict, depth: int) -> None:
+        if rt.disabled:
+            return
+        rt.count_in += 1
+        if rt.budget > 0 and self._record:
+            rt.record(rt.last_in, msg)
+        if rt.is_async:
+            self._spawn(self._run_async(rt, msg))
+            return
+        if depth > MAX_DEPTH or rt.deferred:
+            rt.deferred += 1
+            self._inflight += 1
+            self._loop.call_soon(self._run_deferred, rt, msg)  # type: ignore[union-attr]
+            return
+        try:
+            result = rt.on_message(msg)
+        except Exception as exc:
+            self._node_failed(rt, msg, exc)
+            return
+        if result is not DROP:
+            self._forward(rt, msg, result, depth)
+
+    def _run_deferred(self, rt: NodeRuntime, msg: dict) -> None:
+        rt.deferred -= 1
+        try:
+            result = rt.on_message(msg)
+        except Exception as exc:
+            self._node_failed(rt, msg, exc)
+        else:
+            if result is not DROP:
+                self._forward(rt, msg, result, 0)
+        self._inflight -= 1
+        self._settle()
+
+    async def _run_async(self, rt: NodeRuntime, msg: dict) -> None:
+        rt.active += 1
+        try:
+            if rt.sem is not None:
+                async with rt.sem:
+                    result = await rt.on_message(msg)
+            else:
+                result = await rt.on_message(msg)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._node_failed(rt, msg, exc)
+            return
+        finally:
+            rt.active -= 1
+        if result is not DROP:
+            self._forward(rt, msg, result, 0)
+
+    def _forward(self, rt: NodeRuntime, msg: dict, result: Any, depth: int) -> None:
+        if result is None:
+            wires = rt.out_routes
+        elif isinstance(result, str):
+            wires = rt.routes.get(result, ())  # type: ignore[assignment]
+        else:
+            wires = [w for port in result for w in rt.routes.get(port, ())]
+        n = len(wires)
+        if n == 0:
+            return
+        rt.count_out += 1
+        if rt.budget > 0 and self._record:
+            rt.record(rt.last_out, msg)
+        depth += 1
+        if n == 1:
+            wire = wires[0]
+            wire.count += 1
+            if self.trace:
+                self._trace_hop(rt, wire, msg)
+            self._deliver(wire.target, msg, depth)
+            return
+        # Fan-out clones, so that no two branches share a mutable message.
+        copies = [deep_copy(msg) for _ in range(n - 1)]
+        copies.append(msg)
+        for wire, m in zip(wires, copies, strict=True):
+            wire.count += 1
+            if self.trace:
+                self._trace_hop(rt, wire, m)
+            self._deliver(wire.target, m, depth)
+
+    def _send_from(self, rt: NodeRuntime, msg: dict, port: str) -> None:
+        if "_msgid" not in msg:
+            msg["_msgid"] = new_msgid()
+        self._forward(rt, msg, port if port != "out" else None, 0)
+
+    def _trace_hop(self, rt: NodeRuntime, wire: WireRuntime, msg: dict) -> None:
+        if self._record:
+            wire.last = to_jsonable(msg, limit=SNAPSHOT_LIMIT)
+        if self.bus.active:
+            port = self.flow.wires[wire.index].source[1]
+            self.bus.publish(MessageSent(source=rt.id, port=port, target=wire.target.id,
+                                         wire=wire.index, msg=to_jsonable(msg, limit=SNAPSHOT_LIMIT)))
+
+    # -- errors -------------------------------------------------------------
+    def _node_failed(self, rt: NodeRuntime, msg: dict | None, exc: BaseException) -> None:
+        rt.errors += 1
+        text = error_text(exc)
+        if isinstance(exc, NodeConfigError):
+            log.info("node %s: %s", rt.id, text)
+        else:
+            log.debug("node %s raised", rt.id, exc_info=exc)
+        error = {"message": text, "node": rt.id, "name": rt.node.name, "type": rt.spec.type}
+        caught = False
+        catchers = [c for c, watched in self._catchers
+                    if c is not rt and (not watched or rt.id in watched) and not c.disabled]
+        if catchers:
+            base = msg if msg is not None else Message.new()
+            for i, catcher in enumerate(catchers):
+                m = deep_copy(base) if i < len(catchers) - 1 else base
+                m["error"] = dict(error)
+                self._deliver(catcher, m, 0)
+            caught = True
+        else:
+            self._uncaught += 1
+        if self.bus.active:
+            self.bus.publish(NodeError(node=rt.id, name=rt.node.name, message=text,
+                                       msgid=(msg or {}).get("_msgid", ""), caught=caught))
+            self.bus.publish(NodeStatus(node=rt.id, text=text[:80], color="red", state="error"))
+
+    # -- tool mode ----------------------------------------------------------
+    async def run_as_tool(self, node_id: str, msg: dict) -> dict:
+        """Run one node's ``on_message`` in tool mode on ``msg`` (a
+        ``tool_request`` whose arguments were already validated) and turn the
+        outcome into a ``tool_response``. Nothing flows on from the node."""
+        rt = self.nodes[node_id]
+        rt.count_in += 1
+        if rt.budget > 0 and self._record:
+            rt.record(rt.last_in, msg)
+        rt.active += 1
+        msg.pop(TOOL_DATA, None)
+        try:
+            if rt.is_async:
+                if rt.sem is not None:
+                    async with rt.sem:
+                        await rt.on_message(msg)
+                else:
+                    await rt.on_message(msg)
+            else:
+                rt.on_message(msg)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            rt.errors += 1
+            text = error_text(exc)
+            log.debug("tool node %s raised", rt.id, exc_info=exc)
+            if self.bus.active:
+                self.bus.publish(NodeError(node=rt.id, name=rt.node.name, message=text,
+                                           msgid=msg.get("_msgid", ""), caught=True))
+            return tool_response(msg, error=text)
+        finally:
+            rt.active -= 1
+        data = msg.pop(TOOL_DATA, None) or {"status": "completed"}
+        rt.count_out += 1
+        return tool_response(msg, data=data)
+
+    # -- stats --------------------------------------------------------------
+    async def _stats_loop(self) -> None:
+        while True:
+            for rt in self.nodes.values():
+                rt.budget = LAST_MESSAGES
+            await asyncio.sleep(STATS_INTERVAL)
+            if self.bus.active:
+                self.bus.publish(self.stats())
+
+    def stats(self) -> Stats:
+        nodes = {rt.id: {"in": rt.count_in, "out": rt.count_out, "errors": rt.errors,
+                         "active": rt.active} for rt in self.nodes.values()}
+        wires: dict[str, int] = {}
+        last_wire: dict[str, Any] = {}
+        last: dict[str, dict[str, list[Any]]] = {}
+        for rt in self.nodes.values():
+            for ws in rt.routes.values():
+                for w in ws:
+                    wires[str(w.index)] = w.count
+                    if w.last is not None:
+                        last_wire[str(w.index)] = w.last
+            if rt.last_in or rt.last_out:
+                last[rt.id] = {"in": list(rt.last_in), "out": list(rt.last_out)}
+        return Stats(nodes=nodes, wires=wires, last=last, last_wire=last_wire,
+                     elapsed_ms=(time.perf_counter() - self._started) * 1000)
+
+
+def error_text(exc: BaseException) -> str:
+    """What a user (or the LLM) is told about an exception: its message, no
+    traceback, no secret."""
+    text = str(exc).strip() or type(exc).__name__
+    if not isinstance(exc, NodeConfigError) and type(exc).__name__ not in text:
+        text = f"{type(exc).__name__}: {text}" if str(exc).strip() else text
+    return redact(text)[:2000]
+
+
+def tool_response(request: dict, *, data: Any = None, error: str | None = None) -> Message:
+    """The answer to a tool_request: the same message, retyped."""
+    resp = Message(request)
+    resp[MESSAGE_TYPE] = TOOL_RESPONSE
+    if error is None:
+        resp[TOOL_STATUS] = "success"
+        resp[TOOL_DATA] = data
+        resp.pop(TOOL_ERROR, None)
+    else:
+        resp[TOOL_STATUS] = "error"
+        resp[TOOL_ERROR] = error
+        resp.pop(TOOL_DATA, None)
+    for key in (TOOL_CALLER_ID, AGENT_NODE_ID, TOOL_NAME):
+        resp.setdefault(key, "")
+    return resp
+
+
+async def run_flow(flow: Flow, *, registry: Registry | None = None, bus: EventBus | None = None,
+                   timeout: float | None = None, trace: bool = False, file: str = "") -> RunResult:
+    return await Engine(flow, registry, bus, trace=trace, file=file).run(timeout)

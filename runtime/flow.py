@@ -1,0 +1,399 @@
+"""The flow file: a pydantic model of ``switchboard.flow/1``, atomic save with
+stable key order, and validation that names the file, node id and field of
+every problem."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+import networkx as nx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .node import is_secret_ref
+from .registry import Registry
+from .spec import NodeSpec, ParamSpec, ParamType, ParamValue, Scope
+
+FORMAT = "switchboard.flow/1"
+
+
+class ToolOverride(BaseModel):
+    """A flow's own name/description for a tool node, so that two Send Mail
+    nodes can be two tools of one agent."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    description: str | None = None
+
+
+class FlowNode(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    type: str = Field(min_length=1)
+    name: str | None = None
+    position: tuple[float, float] = (0.0, 0.0)
+    params: dict[str, ParamValue] = Field(default_factory=dict)
+    outputs: dict[str, str] = Field(default_factory=dict)
+    tool: ToolOverride | None = None
+    disabled: bool = False
+    notes: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "type": self.type}
+        if self.name:
+            out["name"] = self.name
+        out["position"] = [_num(self.position[0]), _num(self.position[1])]
+        if self.params:
+            out["params"] = {k: v.to_json() for k, v in self.params.items()}
+        if self.outputs:
+            out["outputs"] = dict(self.outputs)
+        if self.tool and (self.tool.name or self.tool.description):
+            out["tool"] = self.tool.model_dump(exclude_none=True)
+        if self.disabled:
+            out["disabled"] = True
+        if self.notes:
+            out["notes"] = self.notes
+        return out
+
+
+def _num(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else round(x, 2)
+
+
+class Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    source: tuple[str, str] = Field(alias="from")
+    target: tuple[str, str] = Field(alias="to")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"from": list(self.source), "to": list(self.target)}
+
+
+class Flow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["switchboard.flow/1"] = FORMAT
+    name: str = "Untitled"
+    description: str | None = None
+    nodes: list[FlowNode] = Field(default_factory=list)
+    wires: list[Wire] = Field(default_factory=list)
+
+    @field_validator("format", mode="before")
+    @classmethod
+    def _known_format(cls, v: Any) -> Any:
+        if v != FORMAT:
+            raise ValueError(f"unknown format {v!r}; expected {FORMAT!r}")
+        return v
+
+    def node(self, node_id: str) -> FlowNode | None:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"format": self.format, "name": self.name}
+        if self.description:
+            out["description"] = self.description
+        out["nodes"] = [n.to_json() for n in self.nodes]
+        out["wires"] = [w.to_json() for w in self.wires]
+        return out
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+    def new_id(self, base: str) -> str:
+        """An id not yet used in this flow, derived from ``base``."""
+        base = base.split(".")[-1] or "node"
+        taken = {n.id for n in self.nodes}
+        if base not in taken:
+            return base
+        i = 2
+        while f"{base}{i}" in taken:
+            i += 1
+        return f"{base}{i}"
+
+
+class Problem(BaseModel):
+    """One thing wrong with a flow. ``severity`` warning does not stop a run."""
+
+    severity: Literal["error", "warning"] = "error"
+    file: str = ""
+    node: str | None = None
+    field: str | None = None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file or "<flow>"
+        if self.node:
+            where += f": node '{self.node}'"
+        if self.field:
+            where += f", {self.field}"
+        prefix = "" if self.severity == "error" else "warning: "
+        return f"{where}: {prefix}{self.message}"
+
+
+class FlowError(Exception):
+    """A flow that cannot be loaded or run; ``problems`` says why."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+# -- load / save ------------------------------------------------------------
+
+def parse_flow(data: Any, file: str = "") -> Flow:
+    """A Flow from decoded JSON, or FlowError naming each structural problem."""
+    if not isinstance(data, dict):
+        raise FlowError([Problem(file=file, message="a flow file must hold a JSON object")])
+    try:
+        return Flow.model_validate(data)
+    except ValidationError as exc:
+        raise FlowError([_problem_from_pydantic(e, data, file) for e in exc.errors()]) from None
+
+
+def _problem_from_pydantic(err: dict, data: dict, file: str) -> Problem:
+    loc = list(err.get("loc", ()))
+    node_id = None
+    if len(loc) >= 2 and loc[0] == "nodes" and isinstance(loc[1], int):
+        nodes = data.get("nodes") or []
+        if loc[1] < len(nodes) and isinstance(nodes[loc[1]], dict):
+            node_id = nodes[loc[1]].get("id") or f"#{loc[1]}"
+        loc = loc[2:]
+    msg = err.get("msg", "invalid")
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    if err.get("type") == "extra_forbidden":
+        msg = "unknown field"
+    field = ".".join(str(x) for x in loc) or None
+    return Problem(file=file, node=node_id, field=field, message=msg)
+
+
+def load_flow(path: str | Path, registry: Registry | None = None, *, validate: bool = True) -> Flow:
+    """Read and check a flow file. Raises FlowError with every problem found
+    (warnings do not raise)."""
+    path = Path(path)
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FlowError([Problem(file=file, message="file not found")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FlowError([Problem(file=file, message=f"cannot read: {exc}")]) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FlowError([Problem(file=file, field=f"line {exc.lineno} column {exc.colno}",
+                                 message=f"invalid JSON: {exc.msg}")]) from None
+    flow = parse_flow(data, file)
+    if validate:
+        errors = [p for p in validate_flow(flow, registry, file=file) if p.severity == "error"]
+        if errors:
+            raise FlowError(errors)
+    return flow
+
+
+def save_flow(flow: Flow, path: str | Path) -> None:
+    """Atomic: write a temp file beside the target, fsync, then rename, so a
+    crash never leaves half a flow behind."""
+    write_atomic(Path(path), flow.dumps())
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# -- validation -------------------------------------------------------------
+
+def check_param_value(spec: ParamSpec, value: Any) -> str | None:
+    """Why a custom value does not fit the param's type, or None."""
+    t = spec.type
+    if value is None:
+        return None
+    if t is ParamType.STR and not isinstance(value, str):
+        return f"expected a string, got {type(value).__name__}"
+    if t is ParamType.INT and (not isinstance(value, int) or isinstance(value, bool)):
+        return f"expected an integer, got {json.dumps(value)}"
+    if t is ParamType.FLOAT and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+        return f"expected a number, got {json.dumps(value)}"
+    if t is ParamType.BOOL and not isinstance(value, bool):
+        return f"expected true or false, got {json.dumps(value)}"
+    if t is ParamType.ENUM and value not in (spec.choices or []):
+        return f"expected one of {', '.join(spec.choices or [])}, got {json.dumps(value)}"
+    if t is ParamType.SECRET and not is_secret_ref(value):
+        return ('a secret must name an environment variable {"env": "NAME"} or a keyring '
+                'entry {"keyring": "SERVICE", "username": "USER"}, never the secret itself')
+    return None
+
+
+def output_ports(spec: NodeSpec, registry: Registry, fnode: FlowNode) -> list[str]:
+    cls = registry.get(spec.type)
+    if cls is not None and spec.dynamic_outputs:
+        try:
+            return cls.output_ports(fnode.params)
+        except Exception:
+            return [p.name for p in spec.outputs]
+    return [p.name for p in spec.outputs]
+
+
+def tool_name(spec: NodeSpec, fnode: FlowNode) -> str | None:
+    if spec.tool is None:
+        return None
+    if fnode.tool and fnode.tool.name:
+        return fnode.tool.name
+    return spec.tool.name
+
+
+def validate_flow(flow: Flow, registry: Registry | None = None, *, file: str = "") -> list[Problem]:
+    """Every problem with a parsed flow: errors (refused) and warnings."""
+    registry = registry or Registry.default()
+    problems: list[Problem] = []
+
+    def err(message: str, node: str | None = None, field: str | None = None) -> None:
+        problems.append(Problem(file=file, node=node, field=field, message=message))
+
+    def warn(message: str, node: str | None = None, field: str | None = None) -> None:
+        problems.append(Problem(severity="warning", file=file, node=node, field=field,
+                                message=message))
+
+    specs: dict[str, NodeSpec] = {}
+    seen: set[str] = set()
+    for fnode in flow.nodes:
+        if fnode.id in seen:
+            err(f"duplicate node id '{fnode.id}'", fnode.id, "id")
+            continue
+        seen.add(fnode.id)
+        spec = registry.spec(fnode.type)
+        if spec is None:
+            err(f"unknown node type '{fnode.type}'", fnode.id, "type")
+            continue
+        specs[fnode.id] = spec
+        for pname, pval in fnode.params.items():
+            pspec = spec.param(pname)
+            field = f"params.{pname}"
+            if pspec is None:
+                err(f"unknown param '{pname}' for {spec.type}", fnode.id, field)
+                continue
+            if not pspec.allows(pval.scope):
+                if pval.scope is Scope.AI:
+                    err(f"scope 'ai' is not allowed: the author of {spec.type} did not let the AI "
+                        f"set '{pname}' (allowed: {', '.join(s.value for s in pspec.allowed_scopes)})",
+                        fnode.id, field + ".scope")
+                else:
+                    err(f"scope '{pval.scope.value}' is not allowed (allowed: "
+                        f"{', '.join(s.value for s in pspec.allowed_scopes)})", fnode.id, field + ".scope")
+                continue
+            if pval.scope is Scope.CUSTOM:
+                why = check_param_value(pspec, pval.value)
+                if why:
+                    err(why, fnode.id, field + ".value")
+            elif pval.scope is Scope.MESSAGE:
+                from .message import PathError, parse_path
+
+                try:
+                    parse_path(pval.path or "")
+                except PathError as exc:
+                    err(f"message path: {exc}", fnode.id, field + ".path")
+        for out_name in fnode.outputs:
+            if spec.output(out_name) is None:
+                err(f"unknown output '{out_name}' for {spec.type}", fnode.id, f"outputs.{out_name}")
+        if fnode.tool and spec.tool is None:
+            err(f"{spec.type} declares no tool, so it cannot have a tool name", fnode.id, "tool")
+        cls = registry.get(spec.type)
+        if cls is not None:
+            try:
+                for field, message in cls.check(fnode.params):
+                    err(message, fnode.id, f"params.{field}" if field else None)
+            except Exception as exc:  # a node's own check must not hide the others
+                err(f"cannot check params: {exc}", fnode.id, "params")
+
+    tools_by_agent: dict[str, dict[str, str]] = {}
+    wire_keys: set[tuple] = set()
+    for i, wire in enumerate(flow.wires):
+        (src, sport), (dst, dport) = wire.source, wire.target
+        field = f"wires[{i}]"
+        key = (src, sport, dst, dport)
+        if key in wire_keys:
+            err(f"duplicate wire {src}.{sport} -> {dst}.{dport}", src, field)
+            continue
+        wire_keys.add(key)
+        sspec, dspec = specs.get(src), specs.get(dst)
+        if src not in seen:
+            err(f"wire from unknown node '{src}'", None, field + ".from")
+        if dst not in seen:
+            err(f"wire to unknown node '{dst}'", None, field + ".to")
+        if sspec is None or dspec is None:
+            continue
+        src_node = flow.node(src)
+        assert src_node is not None
+        out_names = output_ports(sspec, registry, src_node)
+        if sport not in out_names:
+            err(f"unknown output port '{sport}' on {sspec.type} (has: {', '.join(out_names) or 'none'})",
+                src, field + ".from")
+            continue
+        if dport not in [p.name for p in dspec.inputs]:
+            ins = ", ".join(p.name for p in dspec.inputs) or "none"
+            err(f"unknown input port '{dport}' on {dspec.type} (has: {ins})", dst, field + ".to")
+            continue
+        port_kind = next((p.kind for p in sspec.outputs if p.name == sport), "out")
+        if port_kind == "tools":
+            dst_node = flow.node(dst)
+            assert dst_node is not None
+            if dspec.tool is None:
+                err(f"{dspec.type} declares no tool, so it cannot be wired to the tools port of "
+                    f"'{src}'", dst, field)
+                continue
+            name = tool_name(dspec, dst_node) or ""
+            agent_tools = tools_by_agent.setdefault(src, {})
+            if name in agent_tools:
+                err(f"agent '{src}' has two tools named '{name}' (nodes '{agent_tools[name]}' and "
+                    f"'{dst}'); give one a different tool name", dst, "tool.name")
+            else:
+                agent_tools[name] = dst
+
+    # Graph analysis: warnings only, cycles are allowed.
+    graph = flow_graph(flow)
+    sources = [n for n in graph if specs.get(n) and (specs[n].source or not specs[n].inputs)]
+    reachable: set[str] = set()
+    for s in sources:
+        reachable.add(s)
+        reachable |= nx.descendants(graph, s)
+    for fnode in flow.nodes:
+        spec = specs.get(fnode.id)
+        if spec is None:
+            continue
+        if spec.inputs and graph.in_degree(fnode.id) == 0 and spec.type != "core.catch":
+            warn("input is not connected", fnode.id, "in")
+        elif fnode.id not in reachable and spec.type != "core.catch" and graph.in_degree(fnode.id):
+            warn("no source reaches this node", fnode.id)
+    return problems
+
+
+def flow_graph(flow: Flow) -> nx.MultiDiGraph:
+    """Nodes and wires as a networkx graph (edge attr ``port``, ``kind``)."""
+    g = nx.MultiDiGraph()
+    for n in flow.nodes:
+        g.add_node(n.id, type=n.type)
+    for i, w in enumerate(flow.wires):
+        if w.source[0] in g and w.target[0] in g:
+            g.add_edge(w.source[0], w.target[0], port=w.source[1], index=i)
+    return g

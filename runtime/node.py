@@ -1,0 +1,409 @@
+"""The node authoring API.
+
+A node type is a class decorated with ``@node``; its ``Param`` and ``Output``
+attributes become its spec. ``on_message`` is the only place a node author
+writes logic, and it never asks whether it runs as a tool: ``param.get(msg)``
+resolves the value from the designer's fixed value, a message path or the
+validated tool arguments, and ``output.set(msg, v)`` writes the result where
+the current mode wants it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .message import MESSAGE_TYPE, PARAMETERS, TOOL_DATA, TOOL_REQUEST, Message, get_path, set_path
+from .spec import (
+    Allow,
+    NodeSpec,
+    OutputSpec,
+    ParamSpec,
+    ParamType,
+    ParamValue,
+    PortSpec,
+    Scope,
+    ToolSpec,
+)
+
+if TYPE_CHECKING:
+    from .engine import NodeRuntime
+
+log = logging.getLogger(__name__)
+
+AI = Allow.AI
+CUSTOM = Allow.CUSTOM
+MESSAGE = Allow.MESSAGE
+
+#: Return this from ``on_message`` to send nothing on.
+DROP = object()
+
+_NO_DEFAULT = object()
+_MISSING = object()
+
+_PY_TYPES: dict[Any, ParamType] = {
+    str: ParamType.STR,
+    int: ParamType.INT,
+    float: ParamType.FLOAT,
+    bool: ParamType.BOOL,
+    dict: ParamType.JSON,
+    list: ParamType.JSON,
+    object: ParamType.JSON,
+}
+
+
+class NodeConfigError(Exception):
+    """A node cannot do its job with the settings it was given; the text is
+    shown to the user (and to the LLM in tool mode), so it names the param."""
+
+
+class Tool:
+    """Declares that a node can serve as an LLM tool."""
+
+    def __init__(self, name: str, description: str) -> None:
+        self.spec = ToolSpec(name=name, description=description)
+
+
+def _param_type(t: Any) -> ParamType:
+    if isinstance(t, ParamType):
+        return t
+    if isinstance(t, str):
+        return ParamType(t)
+    if t in _PY_TYPES:
+        return _PY_TYPES[t]
+    raise TypeError(f"unsupported param type {t!r}")
+
+
+class Param:
+    """A node parameter. ``allow`` is the set of scopes the designer may pick;
+    ``scope`` the one a new node starts with."""
+
+    def __init__(
+        self,
+        type: Any = str,
+        description: str = "",
+        *,
+        default: Any = _NO_DEFAULT,
+        optional: bool = False,
+        scope: Allow | Scope | None = None,
+        allow: Allow | None = None,
+        choices: list[str] | None = None,
+        label: str | None = None,
+        multiline: bool = False,
+        path: str | None = None,
+    ) -> None:
+        self.type = ParamType.ENUM if choices else _param_type(type)
+        self.description = description
+        self.default = default
+        self.optional = optional
+        self.choices = list(choices) if choices else None
+        self.label = label
+        self.multiline = multiline
+        self.path = path
+        secret = self.type is ParamType.SECRET
+        if allow is None:
+            allow = CUSTOM if secret else CUSTOM | MESSAGE
+        if secret and allow != CUSTOM:
+            # A secret is a reference to an env var or keyring entry, fixed by
+            # the designer; letting the AI or a message pick it would let them
+            # choose which secret leaks.
+            raise TypeError("a secret param allows only CUSTOM")
+        self.allow = allow
+        if isinstance(scope, Allow):
+            scope = scope.scopes()[0]
+        self.scope = scope or (Scope.CUSTOM if CUSTOM in allow else allow.scopes()[0])
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def spec(self) -> ParamSpec:
+        has_default = self.default is not _NO_DEFAULT
+        return ParamSpec(
+            name=self.name,
+            type=self.type,
+            label=self.label or self.name.replace("_", " ").capitalize(),
+            description=self.description,
+            default=self.default if has_default else None,
+            has_default=has_default,
+            optional=self.optional,
+            allowed_scopes=self.allow.scopes(),
+            default_scope=Scope(self.scope),
+            choices=self.choices,
+            secret=self.type is ParamType.SECRET,
+            multiline=self.multiline,
+            default_path=self.path,
+        )
+
+
+class Output:
+    """A named result of a node. In RPA mode it is written at its path (the
+    flow may move it); in tool mode it is collected into ``__tool_data__``."""
+
+    def __init__(self, type: Any = object, description: str = "", *, path: str | None = None):
+        self.type = _param_type(type)
+        self.description = description
+        self.path = path
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def spec(self, main: bool) -> OutputSpec:
+        path = self.path or ("payload" if main else self.name)
+        return OutputSpec(name=self.name, type=self.type, description=self.description, path=path)
+
+
+_resolved_secrets: set[str] = set()
+
+
+def redact(text: str) -> str:
+    """Replace every secret this process has resolved with ***, so that an
+    error text quoting one (a server echoing a password) cannot leak it."""
+    for secret in _resolved_secrets:
+        if secret and secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
+def register_secret(value: str) -> None:
+    """Remember a secret obtained outside resolve_secret (an API key read from
+    the env var the flow names) so that redact() hides it."""
+    if value and len(value) >= 4:
+        _resolved_secrets.add(value)
+
+
+def resolve_secret(ref: Any, *, param: str = "") -> str:
+    """Turn a secret reference ({"env": NAME} or {"keyring": SERVICE,
+    "username": USER}) into the secret. Errors name the reference, never a value."""
+    where = f"param '{param}': " if param else ""
+    if isinstance(ref, dict) and "env" in ref:
+        name = ref["env"]
+        value = os.environ.get(name)
+        if value is None:
+            raise NodeConfigError(f"{where}environment variable {name} is not set")
+        register_secret(value)
+        return value
+    if isinstance(ref, dict) and "keyring" in ref:
+        import keyring  # imported lazily: slow, and most flows need none
+
+        value = keyring.get_password(ref["keyring"], ref.get("username", ""))
+        if value is None:
+            raise NodeConfigError(
+                f"{where}no keyring entry {ref['keyring']}/{ref.get('username', '')}")
+        register_secret(value)
+        return value
+    raise NodeConfigError(f"{where}a secret must name an env var or a keyring entry")
+
+
+def is_secret_ref(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    if set(value) == {"env"}:
+        return isinstance(value["env"], str) and bool(value["env"])
+    if "keyring" in value and set(value) <= {"keyring", "username"}:
+        return isinstance(value["keyring"], str) and bool(value["keyring"])
+    return False
+
+
+class BoundParam:
+    """A param of one node instance, with the flow's setting applied."""
+
+    __slots__ = ("name", "scope", "value", "path", "default", "spec")
+
+    def __init__(self, spec: ParamSpec, setting: ParamValue | None) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.default = spec.default
+        if setting is None:
+            self.scope = spec.default_scope
+            self.value = spec.default
+            self.path = spec.default_path or spec.name
+        else:
+            self.scope = setting.scope
+            self.value = setting.value if setting.scope is Scope.CUSTOM else spec.default
+            self.path = setting.path or spec.default_path or spec.name
+        if self.scope is Scope.CUSTOM and spec.type is ParamType.FLOAT and isinstance(self.value, int):
+            self.value = float(self.value)
+
+    def get(self, msg: dict | None = None, default: Any = _MISSING) -> Any:
+        fallback = self.default if default is _MISSING else default
+        scope = self.scope
+        if scope is Scope.CUSTOM:
+            value = self.value
+            if value is None:
+                return fallback
+            if self.spec.secret:
+                return resolve_secret(value, param=self.name)
+            return value
+        if msg is None:
+            return fallback
+        if scope is Scope.MESSAGE:
+            return get_path(msg, self.path, fallback)
+        # AI scope: inside a tool call only the validated arguments count;
+        # outside one (a plain RPA message) fall back to msg[name], so one node
+        # serves both uses.
+        if msg.get(MESSAGE_TYPE) == TOOL_REQUEST:
+            return (msg.get(PARAMETERS) or {}).get(self.name, fallback)
+        return msg.get(self.name, fallback)
+
+
+class BoundOutput:
+    __slots__ = ("name", "path")
+
+    def __init__(self, name: str, path: str) -> None:
+        self.name = name
+        self.path = path
+
+    def set(self, msg: dict, value: Any) -> None:
+        if msg.get(MESSAGE_TYPE) == TOOL_REQUEST:
+            data = msg.get(TOOL_DATA)
+            if data is None:
+                data = msg[TOOL_DATA] = {}
+            data[self.name] = value
+        else:
+            set_path(msg, self.path, value)
+
+
+class Node:
+    """Base class of every node type. Subclasses declare ``Param``/``Output``
+    attributes, are decorated with ``@node`` and implement ``on_message``
+    (plain function: runs inline in the sender's call; coroutine: a task per
+    message so slow I/O overlaps).
+
+    ``on_message`` returns None to send the message on ``out``, ``DROP`` to
+    send nothing, a port name, or a list of port names."""
+
+    spec: ClassVar[NodeSpec]
+    #: Max concurrent ``on_message`` calls of an async node; 0 = unlimited,
+    #: 1 keeps messages in order.
+    concurrency: ClassVar[int] = 0
+    _params: ClassVar[list[Param]] = []
+    _outputs: ClassVar[list[Output]] = []
+
+    def __init__(
+        self,
+        id: str,
+        name: str = "",
+        params: dict[str, ParamValue] | None = None,
+        outputs: dict[str, str] | None = None,
+        runtime: NodeRuntime | None = None,
+    ) -> None:
+        self.id = id
+        self.name = name or self.spec.name
+        self._rt = runtime
+        params = params or {}
+        outputs = outputs or {}
+        for p in self.spec.params:
+            self.__dict__[p.name] = BoundParam(p, params.get(p.name))
+        for o in self.spec.results:
+            self.__dict__[o.name] = BoundOutput(o.name, outputs.get(o.name) or o.path)
+
+    # -- to override -------------------------------------------------------
+    def on_message(self, msg: Message) -> Any:
+        return None
+
+    async def start(self) -> None:
+        """Called once before any message; open connections here."""
+
+    async def generate(self) -> None:
+        """Sources override this to send messages; the run waits for it."""
+
+    async def close(self) -> None:
+        """Called once when the run ends, even after an error."""
+
+    @classmethod
+    def output_ports(cls, params: dict[str, ParamValue]) -> list[str]:
+        """Output port names for this node with these settings."""
+        return [p.name for p in cls.spec.outputs]
+
+    @classmethod
+    def check(cls, params: dict[str, ParamValue]) -> list[tuple[str, str]]:
+        """Node-specific checks of the flow's settings: (param, problem)."""
+        return []
+
+    # -- services ----------------------------------------------------------
+    def param(self, name: str) -> BoundParam:
+        return self.__dict__[name]
+
+    def send(self, msg: dict, port: str = "out") -> None:
+        """Send a message on a port (sources, or more than one message)."""
+        if msg.get(MESSAGE_TYPE) == TOOL_REQUEST:
+            return  # in tool mode nothing flows on from the node's outputs
+        if self._rt is not None:
+            self._rt.send(msg, port)
+
+    def status(self, text: str = "", color: str = "", state: str = "idle") -> None:
+        if self._rt is not None:
+            self._rt.status(text, color, state)
+
+    def debug(self, value: Any, msg: dict | None = None) -> None:
+        if self._rt is not None:
+            self._rt.debug(value, msg)
+
+    def log(self, text: str, level: str = "info") -> None:
+        log.log(logging.getLevelName(level.upper()), "%s: %s", self.id, text)
+        if self._rt is not None:
+            self._rt.log(text, level)
+
+
+def node(
+    type_id: str,
+    *,
+    name: str,
+    category: str,
+    description: str | None = None,
+    icon: str = "",
+    color: str = "",
+    tool: Tool | None = None,
+    inputs: tuple[str, ...] = ("in",),
+    outputs: tuple[str, ...] = ("out",),
+    tools_port: bool = False,
+    dynamic_outputs: bool = False,
+) -> Callable[[type[Node]], type[Node]]:
+    """Register a node class and generate its spec from its declaration."""
+
+    def wrap(cls: type[Node]) -> type[Node]:
+        params: list[Param] = []
+        outs: list[Output] = []
+        for klass in reversed(cls.__mro__):
+            for attr, value in vars(klass).items():
+                if isinstance(value, Param):
+                    params = [p for p in params if p.name != attr] + [value]
+                elif isinstance(value, Output):
+                    outs = [o for o in outs if o.name != attr] + [value]
+        reserved = set(dir(Node))
+        for p in [*params, *outs]:
+            if p.name in reserved or p.name.startswith("_"):
+                raise TypeError(f"{type_id}: '{p.name}' is reserved and cannot be a param")
+        ports_out = [PortSpec(name=o, kind="out") for o in outputs]
+        if tools_port:
+            ports_out.append(PortSpec(name="tools", label="tools", kind="tools"))
+        doc = inspect.cleandoc(cls.__doc__) if cls.__doc__ else ""
+        cls.spec = NodeSpec(
+            type=type_id,
+            name=name,
+            category=category,
+            description=description if description is not None else doc,
+            icon=icon,
+            color=color,
+            inputs=[PortSpec(name=i, kind="in") for i in inputs],
+            outputs=ports_out,
+            dynamic_outputs=dynamic_outputs,
+            params=[p.spec() for p in params],
+            results=[o.spec(main=i == 0) for i, o in enumerate(outs)],
+            tool=tool.spec if tool else None,
+            source=cls.generate is not Node.generate,
+            package=cls.__module__.split(".")[0] if "." in cls.__module__ else cls.__module__,
+        )
+        cls._params = params
+        cls._outputs = outs
+        from .registry import declare
+
+        declare(cls)
+        return cls
+
+    return wrap

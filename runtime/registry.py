@@ -1,0 +1,84 @@
+"""The node catalog. Node packages register through the entry point group
+``switchboard.nodes`` (each entry point names a module whose ``@node``
+classes are the package's nodes); the built-in packages take the same path."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .node import Node
+    from .spec import NodeSpec
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "switchboard.nodes"
+# Used only when the project runs from a source tree that was never installed,
+# so its entry points are not in any distribution's metadata.
+BUILTIN_MODULES = ("nodes.core", "nodes.ai", "nodes.mail")
+
+_declared: dict[str, type[Node]] = {}
+
+
+def declare(cls: type[Node]) -> None:
+    _declared[cls.spec.type] = cls
+
+
+class Registry:
+    """Node types by id. ``Registry(classes)`` makes a small one for tests."""
+
+    def __init__(self, classes: list[type[Node]] | None = None) -> None:
+        self._classes: dict[str, type[Node]] = {}
+        self.load_errors: list[str] = []
+        for cls in classes or []:
+            self._classes[cls.spec.type] = cls
+
+    _default: Registry | None = None
+
+    @classmethod
+    def default(cls) -> Registry:
+        if cls._default is None:
+            reg = cls()
+            reg.load_entry_points()
+            cls._default = reg
+        return cls._default
+
+    def load_entry_points(self) -> None:
+        eps = list(entry_points(group=ENTRY_POINT_GROUP))
+        names = {ep.value.split(":")[0] for ep in eps}
+        for ep in eps:
+            self._load(ep.value.split(":")[0], label=f"entry point {ep.name}")
+        for mod in BUILTIN_MODULES:
+            if mod not in names:
+                self._load(mod, label=mod)
+
+    def _load(self, module: str, label: str) -> None:
+        before = set(_declared)
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # a broken package must not take the others down
+            log.exception("cannot load node package %s", label)
+            self.load_errors.append(f"{label}: {exc}")
+            return
+        for type_id, klass in _declared.items():
+            if type_id not in before or klass.__module__.startswith(module):
+                self._classes[type_id] = klass
+
+    def get(self, type_id: str) -> type[Node] | None:
+        return self._classes.get(type_id)
+
+    def spec(self, type_id: str) -> NodeSpec | None:
+        cls = self._classes.get(type_id)
+        return cls.spec if cls else None
+
+    def specs(self) -> list[NodeSpec]:
+        return sorted((c.spec for c in self._classes.values()), key=lambda s: (s.category, s.name))
+
+    def __contains__(self, type_id: str) -> bool:
+        return type_id in self._classes
+
+    def __iter__(self):
+        return iter(self._classes.values())

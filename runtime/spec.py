@@ -1,0 +1,159 @@
+"""Node specs as data: what the catalog, the flow validator, the designer and
+the tool-schema builder all read. Generated from node classes (runtime.node)."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Scope(str, enum.Enum):
+    """Where a parameter's value comes from at run time."""
+
+    CUSTOM = "custom"  # the designer's fixed value in the flow
+    MESSAGE = "message"  # a dotted path into the incoming message
+    AI = "ai"  # the LLM's tool-call arguments
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Allow(enum.Flag):
+    """Which scopes a node author lets the designer pick for a parameter."""
+
+    CUSTOM = 1
+    MESSAGE = 2
+    AI = 4
+
+    def scopes(self) -> list[Scope]:
+        return [s for flag, s in _FLAG_SCOPE if flag in self]
+
+
+_FLAG_SCOPE = ((Allow.AI, Scope.AI), (Allow.CUSTOM, Scope.CUSTOM), (Allow.MESSAGE, Scope.MESSAGE))
+
+
+class ParamType(str, enum.Enum):
+    STR = "str"
+    INT = "int"
+    FLOAT = "float"
+    BOOL = "bool"
+    JSON = "json"
+    ENUM = "enum"
+    SECRET = "secret"
+
+
+# JSON-schema type for each param type, used by tool schemas and forms.
+JSON_TYPES: dict[ParamType, str | None] = {
+    ParamType.STR: "string",
+    ParamType.INT: "integer",
+    ParamType.FLOAT: "number",
+    ParamType.BOOL: "boolean",
+    ParamType.ENUM: "string",
+    ParamType.SECRET: "string",
+    ParamType.JSON: None,
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ParamSpec(_Strict):
+    name: str
+    type: ParamType
+    label: str
+    description: str = ""
+    default: Any = None
+    has_default: bool = False
+    optional: bool = False
+    allowed_scopes: list[Scope]
+    default_scope: Scope
+    choices: list[str] | None = None
+    secret: bool = False
+    multiline: bool = False
+    # For a message-scoped default: the path it reads (e.g. the agent's prompt
+    # reads `payload` unless the designer says otherwise).
+    default_path: str | None = None
+
+    @property
+    def required(self) -> bool:
+        return not self.has_default and not self.optional
+
+    def allows(self, scope: Scope) -> bool:
+        return scope in self.allowed_scopes
+
+
+class PortSpec(_Strict):
+    name: str
+    label: str = ""
+    # "tools" marks an agent's tools port: wires from it make tools, not RPA hops.
+    kind: Literal["in", "out", "tools"] = "out"
+
+
+class OutputSpec(_Strict):
+    name: str
+    type: ParamType = ParamType.JSON
+    description: str = ""
+    path: str
+
+
+class ToolSpec(_Strict):
+    name: str
+    description: str
+
+
+class NodeSpec(_Strict):
+    type: str
+    name: str
+    category: str
+    description: str = ""
+    icon: str = ""
+    color: str = ""
+    inputs: list[PortSpec] = Field(default_factory=list)
+    outputs: list[PortSpec] = Field(default_factory=list)
+    # True when output ports depend on params (core.switch: one per rule).
+    dynamic_outputs: bool = False
+    params: list[ParamSpec] = Field(default_factory=list)
+    results: list[OutputSpec] = Field(default_factory=list)
+    tool: ToolSpec | None = None
+    source: bool = False
+    package: str = ""
+
+    def param(self, name: str) -> ParamSpec | None:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+    def output(self, name: str) -> OutputSpec | None:
+        for o in self.results:
+            if o.name == name:
+                return o
+        return None
+
+    @property
+    def has_tools_port(self) -> bool:
+        return any(p.kind == "tools" for p in self.outputs)
+
+
+class ParamValue(BaseModel):
+    """One parameter's setting in a flow file: who supplies the value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scope: Scope
+    value: Any = None  # scope custom
+    path: str | None = None  # scope message
+    description: str | None = None  # scope ai: overrides what the LLM sees
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"scope": self.scope.value}
+        if self.scope is Scope.CUSTOM:
+            out["value"] = self.value
+        elif self.scope is Scope.MESSAGE:
+            out["path"] = self.path
+        if self.description:
+            out["description"] = self.description
+        return out
