@@ -323,26 +323,41 @@ class Engine:
         self._deliver(rt, msg if msg is not None else Message.new(), 0)
 
     def _deliver(self, rt: NodeRuntime, msg: dict, depth: int) -> None:
-        if rt.disabled:
+        # A linear chain of sync nodes is a loop here, not a recursion: the
+        # common case (one wire out of `out`) moves on to the next node
+        # without another call. Everything else goes through _forward.
+        trace = self.trace
+        while True:
+            if rt.disabled:
+                return
+            rt.count_in += 1
+            if rt.budget > 0 and self._record:
+                rt.record(rt.last_in, msg)
+            if rt.is_async:
+                self._spawn(self._run_async(rt, msg))
+                return
+            if depth > MAX_DEPTH or rt.deferred:
+                rt.deferred += 1
+                self._inflight += 1
+                self._loop.call_soon(self._run_deferred, rt, msg)  # type: ignore[union-attr]
+                return
+            try:
+                result = rt.on_message(msg)
+            except Exception as exc:
+                self._node_failed(rt, msg, exc)
+                return
+            if result is None:
+                wires = rt.out_routes
+                if len(wires) == 1 and not trace and rt.budget <= 0:
+                    wire = wires[0]
+                    wire.count += 1
+                    rt.count_out += 1
+                    rt = wire.target
+                    depth += 1
+                    continue
+            if result is not DROP:
+                self._forward(rt, msg, result, depth)
             return
-        rt.count_in += 1
-        if rt.budget > 0 and self._record:
-            rt.record(rt.last_in, msg)
-        if rt.is_async:
-            self._spawn(self._run_async(rt, msg))
-            return
-        if depth > MAX_DEPTH or rt.deferred:
-            rt.deferred += 1
-            self._inflight += 1
-            self._loop.call_soon(self._run_deferred, rt, msg)  # type: ignore[union-attr]
-            return
-        try:
-            result = rt.on_message(msg)
-        except Exception as exc:
-            self._node_failed(rt, msg, exc)
-            return
-        if result is not DROP:
-            self._forward(rt, msg, result, depth)
 
     def _run_deferred(self, rt: NodeRuntime, msg: dict) -> None:
         rt.deferred -= 1

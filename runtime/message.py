@@ -81,6 +81,9 @@ def has_path(obj: Any, path: str) -> bool:
 def set_path(obj: dict, path: str, value: Any) -> None:
     """Set, creating dicts (or lists, before an int part) on the way."""
     parts = parse_path(path)
+    if len(parts) == 1 and type(parts[0]) is str:
+        obj[parts[0]] = value
+        return
     cur: Any = obj
     for i, part in enumerate(parts[:-1]):
         nxt = _step(cur, part)

@@ -25,22 +25,40 @@ class Change(Node):
 
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
-        # Compile once: the hot path is a loop over tuples.
-        self._ops = [(r["action"], r["path"], r.get("value"), r.get("from"))
-                     for r in (self.rules.get() or [])]
+        # Compile once into small closures: the hot path is one call per rule.
+        self._ops = [_compile_rule(r) for r in (self.rules.get() or [])]
 
     def on_message(self, msg):
-        for action, path, value, src in self._ops:
-            if action == "set":
-                set_path(msg, path, deep_copy(value) if isinstance(value, (dict, list)) else value)
-            elif action == "delete":
-                delete_path(msg, path)
-            elif action == "copy":
-                set_path(msg, path, deep_copy(get_path(msg, src)))
-            else:  # move
-                value = get_path(msg, src)
-                delete_path(msg, src)
-                set_path(msg, path, value)
+        for op in self._ops:
+            op(msg)
+
+
+def _compile_rule(rule: dict) -> Any:
+    action, path, src = rule["action"], rule["path"], rule.get("from")
+    if action == "set":
+        value = rule.get("value")
+        if isinstance(value, (dict, list)):
+            return lambda msg: set_path(msg, path, deep_copy(value))
+        parts = parse_path(path)
+        if len(parts) == 1 and isinstance(parts[0], str):
+            key = parts[0]
+
+            def set_top(msg: dict) -> None:
+                msg[key] = value
+
+            return set_top
+        return lambda msg: set_path(msg, path, value)
+    if action == "delete":
+        return lambda msg: delete_path(msg, path)
+    if action == "copy":
+        return lambda msg: set_path(msg, path, deep_copy(get_path(msg, src)))
+
+    def move(msg: dict) -> None:
+        value = get_path(msg, src)
+        delete_path(msg, src)
+        set_path(msg, path, value)
+
+    return move
 
 
 def _rule_problems(rules: Any) -> list[str]:
