@@ -1,0 +1,1 @@
+"""The PySide6 designer: a view over runtime.flow, never a second model."""

@@ -1,0 +1,259 @@
+"""One QUndoCommand per edit of the flow document.
+
+Each command calls the document's mutators and remembers just enough to
+reverse itself exactly (list indices included, so undo restores order).
+Compound edits (delete a selection, paste) are single commands that do
+their parts in a fixed order."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from PySide6.QtGui import QUndoCommand
+
+from runtime.flow import FlowNode, ToolOverride, Wire, parse_flow
+from runtime.spec import ParamValue
+
+from .document import FlowDocument
+
+CLIPBOARD_MIME = "application/x-switchboard-flow"
+
+
+class AddNode(QUndoCommand):
+    def __init__(self, doc: FlowDocument, fnode: FlowNode) -> None:
+        spec = doc.registry.spec(fnode.type)
+        super().__init__(f"Add {spec.name if spec else fnode.type}")
+        self.doc, self.fnode = doc, fnode
+
+    def redo(self) -> None:
+        self.doc.insert_node(self.fnode.model_copy(deep=True))
+
+    def undo(self) -> None:
+        self.doc.remove_node(self.fnode.id)
+
+
+class RemoveItems(QUndoCommand):
+    """Delete nodes (with every wire touching them) and wires."""
+
+    def __init__(self, doc: FlowDocument, node_ids: list[str], wire_indices: list[int] = ()):
+        n, w = len(node_ids), len(wire_indices)
+        what = f"{n} node{'s' * (n != 1)}" if n else f"{w} wire{'s' * (w != 1)}"
+        super().__init__(f"Delete {what}")
+        self.doc = doc
+        self.node_ids = list(node_ids)
+        wires = set(wire_indices)
+        for nid in node_ids:
+            wires.update(doc.wires_of(nid))
+        self.wire_indices = sorted(wires)
+        self._removed_wires: list[tuple[int, Wire]] = []
+        self._removed_nodes: list[tuple[int, FlowNode]] = []
+
+    def redo(self) -> None:
+        self._removed_wires = []
+        for index in sorted(self.wire_indices, reverse=True):
+            self._removed_wires.append((index, self.doc.remove_wire(index)))
+        self._removed_nodes = []
+        indexed = sorted(((self.doc.node_index(n), n) for n in self.node_ids), reverse=True)
+        for _, nid in indexed:
+            fnode, index = self.doc.remove_node(nid)
+            self._removed_nodes.append((index, fnode))
+
+    def undo(self) -> None:
+        for index, fnode in sorted(self._removed_nodes, key=lambda t: t[0]):
+            self.doc.insert_node(fnode, index)
+        for index, wire in sorted(self._removed_wires, key=lambda t: t[0]):
+            self.doc.insert_wire(wire, index)
+
+
+class MoveNodes(QUndoCommand):
+    def __init__(self, doc: FlowDocument, moves: dict[str, tuple[tuple[float, float],
+                                                               tuple[float, float]]]) -> None:
+        n = len(moves)
+        super().__init__(f"Move {n} node{'s' * (n != 1)}")
+        self.doc, self.moves = doc, dict(moves)
+
+    def redo(self) -> None:
+        for nid, (_old, new) in self.moves.items():
+            self.doc.move_node(nid, new)
+
+    def undo(self) -> None:
+        for nid, (old, _new) in self.moves.items():
+            self.doc.move_node(nid, old)
+
+
+class AddWire(QUndoCommand):
+    def __init__(self, doc: FlowDocument, wire: Wire) -> None:
+        super().__init__("Connect")
+        self.doc, self.wire = doc, wire
+        self.index = -1
+
+    def redo(self) -> None:
+        self.index = self.doc.insert_wire(self.wire.model_copy())
+
+    def undo(self) -> None:
+        self.doc.remove_wire(self.index)
+
+
+class SetParam(QUndoCommand):
+    """Change one param's setting (value, scope, path or AI description).
+    Consecutive edits of the same param merge, so typing is one undo step."""
+
+    ID = 1001
+
+    def __init__(self, doc: FlowDocument, node_id: str, name: str, value: ParamValue | None,
+                 *, merge: bool = True) -> None:
+        super().__init__(f"Change {name}")
+        self.doc, self.node_id, self.name = doc, node_id, name
+        fnode = doc.node(node_id)
+        assert fnode is not None
+        old = fnode.params.get(name)
+        self.old = old.model_copy(deep=True) if old else None
+        self.new = value.model_copy(deep=True) if value else None
+        self.merge = merge
+
+    def id(self) -> int:
+        return self.ID if self.merge else -1
+
+    def mergeWith(self, other: QUndoCommand) -> bool:  # noqa: N802 - Qt override
+        if not isinstance(other, SetParam) or not other.merge:
+            return False
+        if (other.node_id, other.name) != (self.node_id, self.name):
+            return False
+        # Only merge value typing within one scope; a scope switch is its own step.
+        if (self.new and other.new and self.new.scope != other.new.scope) or not other.new:
+            return False
+        self.new = other.new
+        return True
+
+    def redo(self) -> None:
+        self.doc.set_param(self.node_id, self.name, self.new)
+
+    def undo(self) -> None:
+        self.doc.set_param(self.node_id, self.name, self.old)
+
+
+class RenameNode(QUndoCommand):
+    def __init__(self, doc: FlowDocument, node_id: str, name: str | None) -> None:
+        super().__init__("Rename node")
+        fnode = doc.node(node_id)
+        assert fnode is not None
+        self.doc, self.node_id, self.old, self.new = doc, node_id, fnode.name, name or None
+
+    def redo(self) -> None:
+        self.doc.set_name(self.node_id, self.new)
+
+    def undo(self) -> None:
+        self.doc.set_name(self.node_id, self.old)
+
+
+class SetToolOverride(QUndoCommand):
+    def __init__(self, doc: FlowDocument, node_id: str, tool: ToolOverride | None) -> None:
+        super().__init__("Change tool name")
+        fnode = doc.node(node_id)
+        assert fnode is not None
+        self.doc, self.node_id = doc, node_id
+        self.old = fnode.tool.model_copy() if fnode.tool else None
+        self.new = tool.model_copy() if tool else None
+
+    def redo(self) -> None:
+        self.doc.set_tool(self.node_id, self.new)
+
+    def undo(self) -> None:
+        self.doc.set_tool(self.node_id, self.old)
+
+
+class SetDisabled(QUndoCommand):
+    def __init__(self, doc: FlowDocument, node_id: str, disabled: bool) -> None:
+        super().__init__("Disable node" if disabled else "Enable node")
+        self.doc, self.node_id, self.disabled = doc, node_id, disabled
+
+    def redo(self) -> None:
+        self.doc.set_disabled(self.node_id, self.disabled)
+
+    def undo(self) -> None:
+        self.doc.set_disabled(self.node_id, not self.disabled)
+
+
+class Paste(QUndoCommand):
+    """Add a fragment of nodes and the wires among them, with fresh ids."""
+
+    def __init__(self, doc: FlowDocument, nodes: list[FlowNode], wires: list[Wire],
+                 text: str = "Paste") -> None:
+        super().__init__(text)
+        self.doc, self.nodes, self.wires = doc, nodes, wires
+        self._wire_indices: list[int] = []
+
+    def redo(self) -> None:
+        for fnode in self.nodes:
+            self.doc.insert_node(fnode.model_copy(deep=True))
+        self._wire_indices = [self.doc.insert_wire(w.model_copy()) for w in self.wires]
+
+    def undo(self) -> None:
+        for index in sorted(self._wire_indices, reverse=True):
+            self.doc.remove_wire(index)
+        for fnode in reversed(self.nodes):
+            self.doc.remove_node(fnode.id)
+
+
+# -- copy / paste as flow JSON -------------------------------------------------
+
+def fragment_json(doc: FlowDocument, node_ids: list[str]) -> str:
+    """The selected nodes and the wires among them, as a flow JSON document,
+    so that it pastes into any window (or a text editor)."""
+    ids = set(node_ids)
+    nodes = [n for n in doc.flow.nodes if n.id in ids]
+    wires = [w for w in doc.flow.wires if w.source[0] in ids and w.target[0] in ids]
+    data = {"format": doc.flow.format, "name": doc.flow.name,
+            "nodes": [n.to_json() for n in nodes], "wires": [w.to_json() for w in wires]}
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def paste_command(doc: FlowDocument, text: str, offset: tuple[float, float] = (40, 40),
+                  at: tuple[float, float] | None = None) -> Paste | None:
+    """A Paste command for flow JSON text, or None if the text is not a flow
+    fragment this registry can take. Ids are renamed to be unique; wires to
+    nodes outside the fragment are dropped."""
+    try:
+        data: Any = json.loads(text)
+        fragment = parse_flow(data)
+    except Exception:
+        return None
+    nodes = [n for n in fragment.nodes if doc.registry.spec(n.type) is not None]
+    if not nodes:
+        return None
+    if at is not None:
+        minx = min(n.position[0] for n in nodes)
+        miny = min(n.position[1] for n in nodes)
+        offset = (at[0] - minx, at[1] - miny)
+    renamed: dict[str, str] = {}
+    taken = {n.id for n in doc.flow.nodes}
+    new_nodes = []
+    for n in nodes:
+        new_id = _fresh_id(n.id, taken)
+        taken.add(new_id)
+        renamed[n.id] = new_id
+        copy = n.model_copy(deep=True)
+        copy.id = new_id
+        copy.position = (n.position[0] + offset[0], n.position[1] + offset[1])
+        new_nodes.append(copy)
+    new_wires = [Wire.model_validate({"from": [renamed[w.source[0]], w.source[1]],
+                                      "to": [renamed[w.target[0]], w.target[1]]})
+                 for w in fragment.wires if w.source[0] in renamed and w.target[0] in renamed]
+    return Paste(doc, new_nodes, new_wires)
+
+
+def _fresh_id(base: str, taken: set[str]) -> str:
+    if base not in taken:
+        return base
+    stem = base.rstrip("0123456789") or base
+    i = 2
+    while f"{stem}{i}" in taken:
+        i += 1
+    return f"{stem}{i}"
+
+
+def new_node(doc: FlowDocument, type_id: str, pos: tuple[float, float]) -> FlowNode:
+    """A fresh FlowNode of a type, with a unique id; params left out take
+    their spec defaults."""
+    return FlowNode(id=doc.flow.new_id(type_id), type=type_id, position=(pos[0], pos[1]))
