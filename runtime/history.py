@@ -1,0 +1,273 @@
+"""Run history: every run's events in one SQLite file in the user's data dir.
+
+The designer's History tab, and anyone else, reads runs back as the same
+typed events the inspector was fed live, so a stored run is shown by
+replaying it. No Qt here: the CLI or a server can record runs too.
+
+What is kept, and why:
+
+- Every event except ``stats`` is stored as it came. ``stats`` arrive a few
+  times a second and carry the last messages of every node; storing each in
+  full would make a long run's history mostly copies of the same messages.
+  So every ``stats`` is stored without its messages, except the last one of
+  the run, which is stored whole (the Messages tab of a stored run shows it).
+- A run stops recording past ``MAX_EVENTS`` (a traced flood of hops); the
+  run row says how many events were dropped.
+
+Writes are buffered and go to disk in one transaction per ``flush()`` (the
+designer flushes a few times a second), so a fast flow costs one commit per
+tick, not one per event. WAL mode lets a reader list runs while a run writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .events import Event, RunFinished, RunStarted, Stats, parse_event
+
+DATA_DIR_ENV = "SWITCHBOARD_DATA_DIR"
+DB_NAME = "history.sqlite3"
+MAX_EVENTS = 200_000
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id          TEXT PRIMARY KEY,
+    flow        TEXT NOT NULL DEFAULT '',
+    path        TEXT NOT NULL DEFAULT '',
+    started     REAL NOT NULL,
+    duration_ms REAL,
+    status      TEXT NOT NULL DEFAULT 'running',
+    errors      INTEGER NOT NULL DEFAULT 0,
+    events      INTEGER NOT NULL DEFAULT 0,
+    dropped     INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS events (
+    run_id  TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq     INTEGER NOT NULL,
+    type    TEXT NOT NULL,
+    data    TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS runs_started ON runs(started);
+"""
+
+
+def data_dir() -> Path:
+    """Where Switchboard keeps its data: ``$SWITCHBOARD_DATA_DIR`` if set
+    (tests, portable installs), else the platform's user data dir."""
+    override = os.environ.get(DATA_DIR_ENV)
+    if override:
+        return Path(override)
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("switchboard", appauthor=False))
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One row of the history list."""
+
+    id: str
+    flow: str
+    path: str
+    started: float  # epoch seconds
+    duration_ms: float | None  # None while running or if the app died mid-run
+    status: str  # ok | error | stopped | timeout | running | interrupted
+    errors: int
+    events: int
+    dropped: int
+
+
+class History:
+    """The run history database. Cheap to open; one connection per object,
+    used from one thread."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path else data_dir() / DB_NAME
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.executescript(_SCHEMA)
+        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def mark_interrupted(self) -> int:
+        """Call once at startup: a run still marked running was cut off by a
+        crash or a kill, and now says so. (Not done on open, because a
+        second History opened while a run records would mislabel it.)"""
+        cur = self._db.execute("UPDATE runs SET status='interrupted' WHERE status='running'")
+        return cur.rowcount
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading ------------------------------------------------------------
+    def runs(self, limit: int = 500) -> list[RunInfo]:
+        """Newest first."""
+        rows = self._db.execute(
+            "SELECT id, flow, path, started, duration_ms, status, errors, events, dropped "
+            "FROM runs ORDER BY started DESC LIMIT ?", (limit,)).fetchall()
+        return [RunInfo(*row) for row in rows]
+
+    def run(self, run_id: str) -> RunInfo | None:
+        row = self._db.execute(
+            "SELECT id, flow, path, started, duration_ms, status, errors, events, dropped "
+            "FROM runs WHERE id=?", (run_id,)).fetchone()
+        return RunInfo(*row) if row else None
+
+    def events(self, run_id: str) -> list[Event]:
+        """The run's events in the order they happened."""
+        rows = self._db.execute(
+            "SELECT data FROM events WHERE run_id=? ORDER BY seq", (run_id,)).fetchall()
+        out = []
+        for (data,) in rows:
+            try:
+                out.append(parse_event(data))
+            except ValueError:
+                continue  # written by a newer version with an event type we do not know
+        return out
+
+    # -- deleting -----------------------------------------------------------
+    def delete(self, run_ids: str | Iterable[str]) -> int:
+        ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
+        with self._transaction():
+            self._db.executemany("DELETE FROM events WHERE run_id=?", [(i,) for i in ids])
+            cur = self._db.executemany("DELETE FROM runs WHERE id=?", [(i,) for i in ids])
+        return cur.rowcount
+
+    def prune(self, keep: int = 200) -> int:
+        """Delete all but the newest ``keep`` runs."""
+        old = [r[0] for r in self._db.execute(
+            "SELECT id FROM runs ORDER BY started DESC LIMIT -1 OFFSET ?", (keep,))]
+        return self.delete(old) if old else 0
+
+    # -- writing ------------------------------------------------------------
+    def recorder(self) -> RunRecorder:
+        """A bus subscriber that stores one run's events."""
+        return RunRecorder(self)
+
+    def _transaction(self) -> _Tx:
+        return _Tx(self._db)
+
+
+class _Tx:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN")
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+class RunRecorder:
+    """Subscribe it to a run's EventBus; call ``flush()`` now and then and
+    ``close()`` when done. ``run.finished`` flushes by itself."""
+
+    def __init__(self, history: History) -> None:
+        self.history = history
+        self.run_id = ""
+        self._pending: list[tuple[str, int, str, str]] = []
+        self._held_stats: Stats | None = None
+        self._seq = 0
+        self._dropped = 0
+        self._finished: RunFinished | None = None
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self._start(event)
+        if not self.run_id:
+            return  # events before run.started (none today) have no run to go to
+        if isinstance(event, Stats):
+            self._hold_stats(event)
+            return
+        if isinstance(event, RunFinished):
+            self._release_stats(full=True)
+            self._add(event)
+            self._finished = event
+            self.flush()
+            return
+        self._add(event)
+
+    def _start(self, event: RunStarted) -> None:
+        self.run_id = event.run_id
+        self._seq = 0
+        with self.history._transaction():
+            self.history._db.execute(
+                "INSERT OR REPLACE INTO runs (id, flow, path, started, status) "
+                "VALUES (?, ?, ?, ?, 'running')",
+                (event.run_id, event.flow, event.path, event.ts or time.time()))
+
+    def _hold_stats(self, event: Stats) -> None:
+        # Keep the newest stats back: whether it is stored whole depends on
+        # whether it turns out to be the run's last.
+        self._release_stats(full=False)
+        self._held_stats = event
+
+    def _release_stats(self, *, full: bool) -> None:
+        held, self._held_stats = self._held_stats, None
+        if held is None:
+            return
+        if not full:
+            held = held.model_copy(update={"last": {}, "last_wire": {}})
+        self._add(held)
+
+    def _add(self, event: Event) -> None:
+        if self._seq >= MAX_EVENTS and event.type != "run.finished":
+            self._dropped += 1
+            return
+        self._pending.append((self.run_id, self._seq, event.type, event.model_dump_json()))
+        self._seq += 1
+
+    def flush(self) -> None:
+        if not self.run_id:
+            return
+        rows, self._pending = self._pending, []
+        db = self.history._db
+        with self.history._transaction():
+            if rows:
+                db.executemany("INSERT OR REPLACE INTO events (run_id, seq, type, data) "
+                               "VALUES (?, ?, ?, ?)", rows)
+            fin = self._finished
+            if fin is not None:
+                db.execute("UPDATE runs SET status=?, duration_ms=?, errors=?, events=?, "
+                           "dropped=? WHERE id=?",
+                           (fin.status, fin.duration_ms, fin.errors, self._seq, self._dropped,
+                            self.run_id))
+            else:
+                db.execute("UPDATE runs SET events=?, dropped=? WHERE id=?",
+                           (self._seq, self._dropped, self.run_id))
+
+    def close(self) -> None:
+        """Flush what is left. A run that never finished (the engine could
+        not start) is marked interrupted rather than left 'running'."""
+        if not self.run_id:
+            return
+        self._release_stats(full=True)
+        self.flush()
+        if self._finished is None:
+            with self.history._transaction():
+                self.history._db.execute(
+                    "UPDATE runs SET status='interrupted' WHERE id=? AND status='running'",
+                    (self.run_id,))
+
+
+def dumps_events(events: Iterable[Event]) -> str:
+    """Events as JSON lines (the CLI's --events format), for export."""
+    return "".join(json.dumps(e.model_dump(mode="json"), ensure_ascii=False) + "\n"
+                   for e in events)
