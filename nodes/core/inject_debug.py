@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 from runtime.message import Message, get_path
 from runtime.node import CUSTOM, DROP, Node, Param, node
@@ -37,9 +36,7 @@ class Inject(Node):
     def make(self, i: int = 0) -> Message:
         from runtime.message import deep_copy
 
-        msg = Message.new(deep_copy(self.payload.get()), topic=self.topic.get())
-        msg["_ts"] = time.time()
-        return msg
+        return Message.new(deep_copy(self.payload.get()), topic=self.topic.get())
 
     async def generate(self) -> None:
         count = self.count.get()

@@ -1,0 +1,38 @@
+"""Shared test setup: every test runs headless and with its own data dirs, so
+no test reads or writes the user's settings, history or autosaves."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+# Must happen before anything imports Qt.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+_session_tmp = Path(tempfile.mkdtemp(prefix="switchboard-tests-"))
+os.environ["XDG_CONFIG_HOME"] = str(_session_tmp / "config")  # QSettings on Linux
+os.environ["XDG_DATA_HOME"] = str(_session_tmp / "data")
+os.environ["SWITCHBOARD_DATA_DIR"] = str(_session_tmp / "switchboard")
+os.environ.setdefault("SWITCHBOARD_RETRY_BASE", "0.001")
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import pytest  # noqa: E402
+
+EXAMPLES = ROOT / "resources" / "examples"
+
+
+@pytest.fixture
+def examples_dir() -> Path:
+    return EXAMPLES
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch) -> Path:
+    """A fresh SWITCHBOARD_DATA_DIR for one test."""
+    d = tmp_path / "switchboard-data"
+    monkeypatch.setenv("SWITCHBOARD_DATA_DIR", str(d))
+    return d
