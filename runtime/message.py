@@ -37,20 +37,34 @@ class PathError(ValueError):
     """A dotted path that cannot be parsed or cannot be written."""
 
 
-@lru_cache(maxsize=4096)
 def parse_path(path: str) -> tuple[str | int, ...]:
     """``payload.items.0.name`` or ``payload.items[0].name`` -> parts.
 
     Digit parts become ints; they index lists and are also accepted as dict
     keys (as strings) when the container is a dict."""
-    if not isinstance(path, str) or not path.strip():
+    # Checked before the cache: an unhashable path (a list from a hand-edited
+    # flow) must be a PathError, not a TypeError from lru_cache.
+    if not isinstance(path, str):
+        raise PathError(f"a path must be text, got {type(path).__name__}")
+    if not path.strip():
         raise PathError("empty path")
+    return _parse_path(path)
+
+
+@lru_cache(maxsize=4096)
+def _parse_path(path: str) -> tuple[str | int, ...]:
     parts: list[str | int] = []
     for raw in path.replace("[", ".").replace("]", "").split("."):
         if raw == "":
             raise PathError(f"bad path {path!r}: empty segment")
-        parts.append(int(raw) if raw.isdigit() else raw)
+        parts.append(int(raw) if _is_index(raw) else raw)
     return tuple(parts)
+
+
+def _is_index(raw: str) -> bool:
+    # Only canonical ASCII numbers are indices: str.isdigit() also accepts
+    # "²" (int() then fails) and "01" (would name key "1", not "01").
+    return raw.isascii() and raw.isdigit() and (raw == "0" or raw[0] != "0")
 
 
 def _step(container: Any, part: str | int) -> Any:
