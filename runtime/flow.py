@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import networkx as nx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    ValidationError,
+    field_validator,
+)
 
 from .node import is_secret_ref
 from .registry import Registry
@@ -35,7 +42,8 @@ class FlowNode(BaseModel):
     id: str = Field(min_length=1)
     type: str = Field(min_length=1)
     name: str | None = None
-    position: tuple[float, float] = (0.0, 0.0)
+    # Finite only: NaN would be saved as the non-JSON token NaN.
+    position: tuple[FiniteFloat, FiniteFloat] = (0.0, 0.0)
     params: dict[str, ParamValue] = Field(default_factory=dict)
     outputs: dict[str, str] = Field(default_factory=dict)
     tool: ToolOverride | None = None
@@ -152,6 +160,11 @@ def parse_flow(data: Any, file: str = "") -> Flow:
     """A Flow from decoded JSON, or FlowError naming each structural problem."""
     if not isinstance(data, dict):
         raise FlowError([Problem(file=file, message="a flow file must hold a JSON object")])
+    if "format" not in data:
+        # Without this a stray JSON object would pass as a flow of the
+        # current format; the model's default only serves flows made in code.
+        raise FlowError([Problem(file=file, field="format",
+                                 message=f"missing format; expected {FORMAT!r}")])
     try:
         return Flow.model_validate(data)
     except ValidationError as exc:
@@ -209,6 +222,9 @@ def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file 0600; keep the mode the file had (or the one
+        # a plain open() would give) so that saving does not hide a shared flow.
+        os.chmod(tmp, _file_mode(path))
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
             fh.flush()
@@ -220,6 +236,15 @@ def write_atomic(path: Path, text: str) -> None:
         except OSError:
             pass
         raise
+
+
+def _file_mode(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 # -- validation -------------------------------------------------------------
