@@ -41,6 +41,8 @@ MESSAGE = Allow.MESSAGE
 #: Return this from ``on_message`` to send nothing on.
 DROP = object()
 
+_SCOPE_FLAG = {Scope.AI: AI, Scope.CUSTOM: CUSTOM, Scope.MESSAGE: MESSAGE}
+
 _NO_DEFAULT = object()
 _MISSING = object()
 
@@ -104,17 +106,24 @@ class Param:
         self.multiline = multiline
         self.path = path
         secret = self.type is ParamType.SECRET
+        if isinstance(scope, Allow):
+            scope = scope.scopes()[0]
         if allow is None:
             allow = CUSTOM if secret else CUSTOM | MESSAGE
+            if scope is not None:
+                # Naming a default scope is consent to it (Param(str, scope=AI)).
+                allow |= _SCOPE_FLAG[Scope(scope)]
         if secret and allow != CUSTOM:
             # A secret is a reference to an env var or keyring entry, fixed by
             # the designer; letting the AI or a message pick it would let them
             # choose which secret leaks.
             raise TypeError("a secret param allows only CUSTOM")
         self.allow = allow
-        if isinstance(scope, Allow):
-            scope = scope.scopes()[0]
         self.scope = scope or (Scope.CUSTOM if CUSTOM in allow else allow.scopes()[0])
+        if Scope(self.scope) not in allow.scopes():
+            # Otherwise a new node would start in a scope its flow file then
+            # refuses to load.
+            raise TypeError(f"default scope '{Scope(self.scope).value}' is not in allow")
         self.name = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -375,7 +384,9 @@ def node(
                     params = [p for p in params if p.name != attr] + [value]
                 elif isinstance(value, Output):
                     outs = [o for o in outs if o.name != attr] + [value]
-        reserved = set(dir(Node))
+        # id and name are instance attributes, so dir() misses them; a param
+        # called `name` would silently replace the node's display name.
+        reserved = set(dir(Node)) | {"id", "name"}
         for p in [*params, *outs]:
             if p.name in reserved or p.name.startswith("_"):
                 raise TypeError(f"{type_id}: '{p.name}' is reserved and cannot be a param")

@@ -64,7 +64,10 @@ class Registry:
             self.load_errors.append(f"{label}: {exc}")
             return
         for type_id, klass in _declared.items():
-            if type_id not in before or klass.__module__.startswith(module):
+            # Also classes declared before (the module was imported earlier),
+            # but only of this module: "nodes.core" must not claim "nodes.corex".
+            mod = klass.__module__
+            if type_id not in before or mod == module or mod.startswith(module + "."):
                 self._classes[type_id] = klass
 
     def get(self, type_id: str) -> type[Node] | None:
