@@ -9,7 +9,6 @@ import asyncio
 import json
 import logging
 import sys
-from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2

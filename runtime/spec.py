@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class Scope(str, enum.Enum):
+class Scope(enum.StrEnum):
     """Where a parameter's value comes from at run time."""
 
     CUSTOM = "custom"  # the designer's fixed value in the flow
@@ -34,7 +34,7 @@ class Allow(enum.Flag):
 _FLAG_SCOPE = ((Allow.AI, Scope.AI), (Allow.CUSTOM, Scope.CUSTOM), (Allow.MESSAGE, Scope.MESSAGE))
 
 
-class ParamType(str, enum.Enum):
+class ParamType(enum.StrEnum):
     STR = "str"
     INT = "int"
     FLOAT = "float"
