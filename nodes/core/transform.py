@@ -50,15 +50,27 @@ def _compile_rule(rule: dict) -> Any:
         return lambda msg: set_path(msg, path, value)
     if action == "delete":
         return lambda msg: delete_path(msg, path)
+    # Copying or moving a property the message does not have leaves the
+    # target alone rather than writing null there.
     if action == "copy":
-        return lambda msg: set_path(msg, path, deep_copy(get_path(msg, src)))
+        def copy(msg: dict) -> None:
+            value = get_path(msg, src, _MISSING)
+            if value is not _MISSING:
+                set_path(msg, path, deep_copy(value))
+
+        return copy
 
     def move(msg: dict) -> None:
-        value = get_path(msg, src)
+        value = get_path(msg, src, _MISSING)
+        if value is _MISSING:
+            return
         delete_path(msg, src)
         set_path(msg, path, value)
 
     return move
+
+
+_MISSING = object()
 
 
 def _rule_problems(rules: Any) -> list[str]:
@@ -146,6 +158,10 @@ class Split(Node):
             items = list(enumerate(value))
         else:
             return None  # not a list: pass the message through unchanged
+        # Copy the message without the list once per part, not the whole list
+        # each time (that was quadratic). The incoming message is ours to
+        # change: it is dropped here, and each item goes to exactly one part.
+        set_path(msg, path, None)
         for i, (key, item) in enumerate(items):
             part = deep_copy(msg)
             set_path(part, path, item)
