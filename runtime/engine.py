@@ -170,6 +170,7 @@ class Engine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._catchers: list[tuple[NodeRuntime, frozenset[str]]] = []
         self._uncaught = 0
+        self._send_nesting = 0
         self._status = "ok"
         self._started = 0.0
         self._record = False
@@ -344,7 +345,7 @@ class Engine:
             try:
                 result = rt.on_message(msg)
             except Exception as exc:
-                self._node_failed(rt, msg, exc)
+                self._node_failed(rt, msg, exc, depth)
                 return
             if result is None:
                 wires = rt.out_routes
@@ -361,6 +362,11 @@ class Engine:
 
     def _run_deferred(self, rt: NodeRuntime, msg: dict) -> None:
         rt.deferred -= 1
+        if self._done.done():  # type: ignore[union-attr]
+            # stop() or the timeout ended the run: a loop must not go on
+            # running nodes (after close(), in a long-lived designer loop).
+            self._inflight -= 1
+            return
         try:
             result = rt.on_message(msg)
         except Exception as exc:
@@ -394,8 +400,13 @@ class Engine:
             wires = rt.out_routes
         elif isinstance(result, str):
             wires = rt.routes.get(result, ())  # type: ignore[assignment]
-        else:
+        elif isinstance(result, (list, tuple)) and all(type(p) is str for p in result):
             wires = [w for port in result for w in rt.routes.get(port, ())]
+        else:
+            self._node_failed(rt, msg, TypeError(
+                f"on_message returned {type(result).__name__}; expected None, DROP, "
+                "a port name or a list of port names"), depth)
+            return
         n = len(wires)
         if n == 0:
             return
@@ -422,7 +433,17 @@ class Engine:
     def _send_from(self, rt: NodeRuntime, msg: dict, port: str) -> None:
         if "_msgid" not in msg:
             msg["_msgid"] = new_msgid()
-        self._forward(rt, msg, port if port != "out" else None, 0)
+        # A send from a source's task starts at depth 0. A send made inside
+        # another dispatch (core.split sending from on_message) sits on top of
+        # an unknown number of inline hops; each such nesting level gets half
+        # the depth budget, so the stack stays bounded even in a loop.
+        nesting = self._send_nesting
+        self._send_nesting = nesting + 1
+        try:
+            self._forward(rt, msg, port if port != "out" else None,
+                          min(MAX_DEPTH, nesting * (MAX_DEPTH // 2)))
+        finally:
+            self._send_nesting = nesting
 
     def _trace_hop(self, rt: NodeRuntime, wire: WireRuntime, msg: dict) -> None:
         if self._record:
@@ -433,7 +454,8 @@ class Engine:
                                          wire=wire.index, msg=to_jsonable(msg, limit=SNAPSHOT_LIMIT)))
 
     # -- errors -------------------------------------------------------------
-    def _node_failed(self, rt: NodeRuntime, msg: dict | None, exc: BaseException) -> None:
+    def _node_failed(self, rt: NodeRuntime, msg: dict | None, exc: BaseException,
+                     depth: int = 0) -> None:
         rt.errors += 1
         text = error_text(exc)
         if isinstance(exc, NodeConfigError):
@@ -441,22 +463,24 @@ class Engine:
         else:
             log.debug("node %s raised", rt.id, exc_info=exc)
         error = {"message": text, "node": rt.id, "name": rt.node.name, "type": rt.spec.type}
-        caught = False
         catchers = [c for c, watched in self._catchers
                     if c is not rt and (not watched or rt.id in watched) and not c.disabled]
+        if not catchers:
+            self._uncaught += 1
+        # Published before the catch flow runs, so that observers see the
+        # error before whatever the catch flow does about it.
+        if self.bus.active:
+            self.bus.publish(NodeError(node=rt.id, name=rt.node.name, message=text,
+                                       msgid=(msg or {}).get("_msgid", ""), caught=bool(catchers)))
+            self.bus.publish(NodeStatus(node=rt.id, text=text[:80], color="red", state="error"))
         if catchers:
             base = msg if msg is not None else Message.new()
             for i, catcher in enumerate(catchers):
                 m = deep_copy(base) if i < len(catchers) - 1 else base
                 m["error"] = dict(error)
-                self._deliver(catcher, m, 0)
-            caught = True
-        else:
-            self._uncaught += 1
-        if self.bus.active:
-            self.bus.publish(NodeError(node=rt.id, name=rt.node.name, message=text,
-                                       msgid=(msg or {}).get("_msgid", ""), caught=caught))
-            self.bus.publish(NodeStatus(node=rt.id, text=text[:80], color="red", state="error"))
+                # The failing hop's depth, not 0: a loop through a catch must
+                # still hit MAX_DEPTH and continue on the next turn.
+                self._deliver(catcher, m, depth + 1)
 
     # -- tool mode ----------------------------------------------------------
     async def run_as_tool(self, node_id: str, msg: dict) -> dict:
@@ -497,8 +521,9 @@ class Engine:
     # -- stats --------------------------------------------------------------
     async def _stats_loop(self) -> None:
         while True:
-            for rt in self.nodes.values():
-                rt.budget = LAST_MESSAGES
+            if self._record:
+                for rt in self.nodes.values():
+                    rt.budget = LAST_MESSAGES
             await asyncio.sleep(STATS_INTERVAL)
             if self.bus.active:
                 self.bus.publish(self.stats())
