@@ -1,0 +1,156 @@
+"""AI nodes: the LLM agent whose ``tools`` port turns wired nodes into
+functions it can call.
+
+Importing this module loads no SDK: providers import theirs when a run
+first needs them, so the designer's palette stays fast."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from runtime.message import Message
+from runtime.node import (
+    CUSTOM,
+    MESSAGE,
+    Node,
+    NodeConfigError,
+    Output,
+    Param,
+    node,
+    register_secret,
+)
+
+PROVIDERS = ["openai", "anthropic", "scripted"]
+DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+DEFAULT_MODEL = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5", "scripted": "scripted"}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Sent when a local OpenAI-compatible server (Ollama, llama.cpp, ...) needs no
+# key: the SDKs insist on some value.
+NO_KEY = "no-key"
+
+
+@node("ai.agent", name="AI Agent", category="AI", icon="sparkles", color="#9b59b6",
+      tools_port=True)
+class Agent(Node):
+    """Asks an LLM and lets it call the nodes wired to its ``tools`` port.
+    Sends the final answer as ``payload`` and what happened as ``agent``
+    (turns, tool calls, token usage)."""
+
+    provider = Param(str, "openai (also any OpenAI-compatible server via base URL), anthropic, "
+                     "or scripted (plays the turns in 'script'; offline, no key)",
+                     choices=PROVIDERS, default="openai", allow=CUSTOM)
+    model = Param(str, "Model name; empty: the provider's usual default", default="",
+                  allow=CUSTOM | MESSAGE)
+    base_url = Param(str, "API base URL, e.g. http://127.0.0.1:11434/v1 for Ollama; empty: the "
+                     "provider's own", default="", allow=CUSTOM)
+    api_key_env = Param(str, "Name of the environment variable holding the API key (never the "
+                        "key itself); empty: OPENAI_API_KEY or ANTHROPIC_API_KEY", default="",
+                        allow=CUSTOM)
+    instructions = Param(str, "System instructions", default="", multiline=True,
+                         allow=CUSTOM | MESSAGE)
+    prompt = Param(str, "What to ask", default="", scope=MESSAGE, path="payload",
+                   multiline=True, allow=CUSTOM | MESSAGE)
+    max_turns = Param(int, "Most LLM requests for one message", default=10, allow=CUSTOM)
+    temperature = Param(float, "Sampling temperature; empty: the model's default", optional=True,
+                        allow=CUSTOM)
+    max_tokens = Param(int, "Most tokens per answer", default=1024, allow=CUSTOM)
+    tool_timeout_seconds = Param(float, "Time limit of one tool call; 0: none", default=60.0,
+                                 allow=CUSTOM)
+    retries = Param(int, "Retries of an LLM request after HTTP 429/5xx or a dropped connection",
+                    default=3, allow=CUSTOM)
+    script = Param("json", 'scripted provider: the turns to play, e.g. [{"tool_calls": [{"name": '
+                   '"send_email", "arguments": {...}}]}, {"text": "Done"}]', default=[],
+                   allow=CUSTOM)
+
+    answer = Output(str, "The final answer", path="payload")
+    agent = Output("json", "{turns, tool_calls: [{tool, args, status, data|error, ms}], "
+                   "usage: {input_tokens, output_tokens}}", path="agent")
+
+    @classmethod
+    def check(cls, params):
+        problems = []
+        env = params.get("api_key_env")
+        if env is not None and isinstance(env.value, str) and env.value \
+                and not _ENV_NAME.match(env.value):
+            problems.append(("api_key_env", "must be the name of an environment variable "
+                             "(letters, digits, _), never the key itself"))
+        script = params.get("script")
+        if script is not None and script.value is not None:
+            from runtime.agent.scripted import script_problems
+
+            problems += [("script", p) for p in script_problems(script.value)]
+        for name, low in (("max_turns", 1), ("max_tokens", 1), ("retries", 0),
+                          ("tool_timeout_seconds", 0)):
+            p = params.get(name)
+            if p is not None and isinstance(p.value, (int, float)) and p.value < low:
+                problems.append((name, f"{name} must be at least {low}"))
+        return problems
+
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        self._provider = None
+        self._bridge = None
+
+    def _make_provider(self):
+        from runtime.agent import make_provider
+
+        kind = self.provider.get() or "openai"
+        if kind == "scripted":
+            return make_provider("scripted", script=self.script.get())
+        base_url = self.base_url.get() or None
+        env = self.api_key_env.get() or DEFAULT_KEY_ENV.get(kind, "")
+        key = os.environ.get(env) if env else None
+        if key:
+            register_secret(key)  # so that no error text or event can show it
+        elif base_url:
+            key = NO_KEY
+        else:
+            raise NodeConfigError(
+                f"api_key_env: environment variable {env} is not set; set it to your {kind} API "
+                f"key (or give a base URL of a local server that needs none)")
+        return make_provider(kind, api_key=key, base_url=base_url,
+                             retries=max(0, int(self.retries.get())))
+
+    def _get_bridge(self):
+        if self._bridge is None and self._rt is not None:
+            from runtime.tools import ToolBridge
+
+            self._bridge = ToolBridge(self._rt.engine, self.id)
+        return self._bridge
+
+    async def on_message(self, msg: Message) -> None:
+        from runtime.agent.loop import run_agent
+        from runtime.events import EventBus
+
+        prompt = self.prompt.get(msg)
+        if prompt is None or prompt == "":
+            raise NodeConfigError("prompt: nothing to ask (empty prompt)")
+        if not isinstance(prompt, str):
+            prompt = json.dumps(prompt, ensure_ascii=False, default=str)
+        if self._provider is None:
+            self._provider = self._make_provider()
+        kind = self.provider.get() or "openai"
+        model = self.model.get(msg) or DEFAULT_MODEL.get(kind, "")
+        timeout = self.tool_timeout_seconds.get()
+        bus = self._rt.engine.bus if self._rt is not None else EventBus()
+        self.status("thinking", "blue", "running")
+        result = await run_agent(
+            agent_id=self.id, provider=self._provider, bridge=self._get_bridge(), bus=bus,
+            base_msg=msg, prompt=prompt, instructions=self.instructions.get(msg) or "",
+            model=model, temperature=self.temperature.get(), max_tokens=self.max_tokens.get(),
+            max_turns=self.max_turns.get(), tool_timeout=float(timeout) if timeout else None)
+        self.answer.set(msg, result.text)
+        self.agent.set(msg, result.info())
+        n = len(result.outcomes)
+        self.status(f"{result.turns} turns, {n} tool call{'s' if n != 1 else ''}", "green", "done")
+
+    async def close(self) -> None:
+        provider, self._provider = self._provider, None
+        if provider is not None:
+            try:
+                await provider.aclose()
+            except Exception:  # closing a client must not fail a finished run
+                pass

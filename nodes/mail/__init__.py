@@ -1,0 +1,161 @@
+"""Mail nodes. ``mail.send`` sends a plain-text mail over SMTP (aiosmtplib,
+imported when the first mail goes out), or writes it as an ``.eml`` file to
+an outbox folder so that a flow can be tried on a machine with no mail
+server."""
+
+from __future__ import annotations
+
+import os
+import time
+from email.message import EmailMessage
+from email.utils import formatdate, getaddresses, make_msgid
+from pathlib import Path
+from typing import Any
+
+from runtime.message import Message
+from runtime.node import AI, CUSTOM, MESSAGE, Node, NodeConfigError, Output, Param, Tool, node
+
+SMTP_TIMEOUT = 30.0
+
+
+@node("mail.send", name="Send Mail", category="Mail", icon="mail", color="#2e86c1",
+      tool=Tool("send_email", "Send an email message"))
+class SendMail(Node):
+    """Sends a plain-text email through an SMTP server, or, with delivery
+    'outbox', writes it as an .eml file to a folder."""
+
+    to = Param(str, "Recipient email address(es), comma-separated", scope=AI,
+               allow=AI | CUSTOM | MESSAGE)
+    cc = Param(str, "Carbon-copy address(es), comma-separated", default="",
+               allow=AI | CUSTOM | MESSAGE)
+    subject = Param(str, "Subject line", scope=AI, allow=AI | CUSTOM | MESSAGE)
+    body = Param(str, "Message body (plain text)", scope=AI, allow=AI | CUSTOM | MESSAGE,
+                 multiline=True)
+    sender = Param(str, "From address", default="switchboard@localhost", allow=CUSTOM | MESSAGE)
+    delivery = Param(str, "smtp: send through the SMTP server; outbox: write an .eml file to the "
+                     "outbox folder instead (no server needed)", choices=["smtp", "outbox"],
+                     default="smtp", allow=CUSTOM)
+    smtp_host = Param(str, "SMTP server", default="localhost", allow=CUSTOM | MESSAGE)
+    smtp_port = Param(int, "SMTP port", default=25, allow=CUSTOM | MESSAGE)
+    username = Param(str, "SMTP user name; empty: no login", default="", allow=CUSTOM | MESSAGE)
+    password = Param("secret", "SMTP password: an environment variable or keyring entry",
+                     optional=True)
+    starttls = Param(bool, "Upgrade the connection with STARTTLS", default=False, allow=CUSTOM)
+    outbox_dir = Param(str, "Folder for outbox delivery; empty: 'outbox' in Switchboard's data "
+                       "folder", default="", allow=CUSTOM)
+
+    message_id = Output(str, "Message-ID of the sent mail", path="message_id")
+    accepted = Output("json", "Recipients the server accepted", path="accepted")
+    file = Output(str, "outbox delivery: the .eml file written", path="mail_file")
+
+    @classmethod
+    def check(cls, params):
+        problems = []
+        port = params.get("smtp_port")
+        if port is not None and isinstance(port.value, int) and not 0 < port.value < 65536:
+            problems.append(("smtp_port", "smtp_port must be 1-65535"))
+        return problems
+
+    async def on_message(self, msg: Message) -> None:
+        to = _addresses("to", self.to.get(msg))
+        if not to:
+            raise NodeConfigError("to: no recipient")
+        cc = _addresses("cc", self.cc.get(msg))
+        sender = _one_line("sender", self.sender.get(msg))
+        if len(_addresses("sender", sender)) != 1:
+            raise NodeConfigError(f"sender: '{sender}' is not one email address")
+        mail = EmailMessage()
+        mail["From"] = sender
+        mail["To"] = ", ".join(to)
+        if cc:
+            mail["Cc"] = ", ".join(cc)
+        mail["Subject"] = _one_line("subject", self.subject.get(msg))
+        mail["Date"] = formatdate(localtime=True)
+        domain = sender.rpartition("@")[2].strip("> ") or "localhost"
+        mid = make_msgid(domain=domain)
+        mail["Message-ID"] = mid
+        body = self.body.get(msg)
+        mail.set_content("" if body is None else str(body))
+        recipients = to + cc
+
+        if self.delivery.get() == "outbox":
+            path = self._write_outbox(mail, mid)
+            accepted = recipients
+            self.file.set(msg, str(path))
+            self.status(f"saved for {', '.join(to)}", "green", "done")
+        else:
+            accepted = await self._send_smtp(mail, sender, recipients, msg)
+            self.status(f"sent to {', '.join(accepted)}", "green", "done")
+        self.message_id.set(msg, mid)
+        self.accepted.set(msg, accepted)
+
+    async def _send_smtp(self, mail: EmailMessage, sender: str, recipients: list[str],
+                         msg: Message) -> list[str]:
+        import aiosmtplib
+
+        host = self.smtp_host.get(msg) or "localhost"
+        port = self.smtp_port.get(msg)
+        username = self.username.get(msg) or None
+        password = self.password.get(msg) if username else None
+        try:
+            errors, _ = await aiosmtplib.send(
+                mail, sender=_bare(sender), recipients=[_bare(r) for r in recipients],
+                hostname=host, port=port, username=username, password=password,
+                start_tls=bool(self.starttls.get()), timeout=SMTP_TIMEOUT)
+        except aiosmtplib.SMTPException as exc:
+            raise NodeConfigError(f"SMTP {host}:{port}: {_smtp_reason(exc)}") from None
+        except OSError as exc:
+            raise NodeConfigError(f"SMTP {host}:{port}: cannot connect ({exc.strerror or exc}); "
+                                  "is a mail server running there? For trying flows without one, "
+                                  "set delivery to 'outbox'") from None
+        return [r for r in recipients if _bare(r) not in errors]
+
+    def _write_outbox(self, mail: EmailMessage, mid: str) -> Path:
+        folder = self.outbox_dir.get()
+        if folder:
+            folder_path = Path(os.path.expanduser(folder))
+        else:
+            from runtime.history import data_dir
+
+            folder_path = data_dir() / "outbox"
+        folder_path.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        token = mid.strip("<>").split("@")[0].replace(".", "")[-10:]
+        path = folder_path / f"{stamp}-{token}.eml"
+        tmp = path.with_suffix(".eml.tmp")
+        tmp.write_bytes(bytes(mail))
+        os.replace(tmp, path)
+        return path
+
+
+def _one_line(name: str, value: Any) -> str:
+    text = "" if value is None else str(value)
+    if "\r" in text or "\n" in text:
+        # A line break in a header would let the caller add headers (Bcc: ...).
+        raise NodeConfigError(f"{name} must be one line")
+    return text
+
+
+def _addresses(name: str, value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, list):
+        value = ", ".join(str(v) for v in value)
+    text = _one_line(name, value)
+    out = []
+    for display, addr in getaddresses([text]):
+        if not addr or addr.count("@") != 1 or " " in addr or addr.startswith("@") \
+                or addr.endswith("@"):
+            raise NodeConfigError(f"{name}: '{addr or text}' is not an email address")
+        out.append(f"{display} <{addr}>" if display else addr)
+    return out
+
+
+def _bare(address: str) -> str:
+    return getaddresses([address])[0][1] or address
+
+
+def _smtp_reason(exc: BaseException) -> str:
+    code = getattr(exc, "code", None)
+    message = getattr(exc, "message", None) or str(exc)
+    return f"{code} {message}" if code else str(message)

@@ -1,0 +1,100 @@
+"""Anthropic messages with tools, through the official SDK."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .base import LlmReply, Provider, ToolCallRequest, sdk_error, with_retries
+
+
+class AnthropicProvider(Provider):
+    name = "anthropic"
+
+    def __init__(self, *, api_key: str, base_url: str | None = None, retries: int = 3,
+                 request_timeout: float = 120.0) -> None:
+        import anthropic
+
+        self._anthropic = anthropic
+        self.retries = retries
+        self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url or None,
+                                               max_retries=0, timeout=request_timeout)
+
+    async def complete(self, *, system, messages, tools, model, temperature, max_tokens, turn=0) -> LlmReply:
+        kwargs: dict[str, Any] = {"model": model, "messages": to_anthropic(messages),
+                                  "max_tokens": max_tokens or 1024}
+        if system:
+            kwargs["system"] = system
+        if tools:
+            kwargs["tools"] = [anthropic_tool(t) for t in tools]
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        an = self._anthropic
+
+        def classify(exc: BaseException):
+            return sdk_error(exc, an.APIStatusError, an.APIConnectionError)
+
+        resp = await with_retries(self.name, lambda: self.client.messages.create(**kwargs),
+                                  classify, self.retries)
+        return from_anthropic(resp)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def anthropic_tool(function_spec: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI function format (what `switchboard tools` shows) -> Anthropic."""
+    fn = function_spec["function"]
+    return {"name": fn["name"], "description": fn.get("description", ""),
+            "input_schema": fn["parameters"]}
+
+
+def to_anthropic(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool results of one turn go back together in one user message, as the
+    messages API requires."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role = m["role"]
+        if role == "user":
+            out.append({"role": "user", "content": m["content"]})
+        elif role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if m.get("content"):
+                blocks.append({"type": "text", "text": m["content"]})
+            for c in m.get("tool_calls") or []:
+                args = c["arguments"]
+                if isinstance(args, str):
+                    try:
+                        args = json.loads(args)
+                    except ValueError:
+                        args = {}
+                blocks.append({"type": "tool_use", "id": c["id"], "name": c["name"],
+                               "input": args if isinstance(args, dict) else {}})
+            out.append({"role": "assistant", "content": blocks or ""})
+        elif role == "tool":
+            block = {"type": "tool_result", "tool_use_id": m["tool_call_id"],
+                     "content": m["content"]}
+            if m.get("is_error"):
+                block["is_error"] = True
+            last = out[-1] if out else None
+            if last and last["role"] == "user" and isinstance(last["content"], list) \
+                    and last["content"] and last["content"][0].get("type") == "tool_result":
+                last["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+    return out
+
+
+def from_anthropic(resp: Any) -> LlmReply:
+    texts: list[str] = []
+    calls: list[ToolCallRequest] = []
+    for block in resp.content or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            texts.append(block.text)
+        elif kind == "tool_use":
+            calls.append(ToolCallRequest(id=block.id, name=block.name, arguments=block.input))
+    usage = getattr(resp, "usage", None)
+    return LlmReply(text="".join(texts), tool_calls=calls,
+                    usage={"input_tokens": getattr(usage, "input_tokens", 0) or 0,
+                           "output_tokens": getattr(usage, "output_tokens", 0) or 0})

@@ -1,0 +1,88 @@
+"""OpenAI chat completions through the official SDK. With ``base_url`` the
+same code serves any OpenAI-compatible server (Ollama, vLLM, LM Studio,
+llama.cpp server)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .base import LlmReply, Provider, ToolCallRequest, sdk_error, with_retries
+
+
+class OpenAIProvider(Provider):
+    name = "openai"
+
+    def __init__(self, *, api_key: str, base_url: str | None = None, retries: int = 3,
+                 request_timeout: float = 120.0) -> None:
+        import openai
+
+        self._openai = openai
+        self.retries = retries
+        # The SDK's own retries are off: ours log nothing and back off as
+        # configured (tests keep it tiny).
+        self.client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None,
+                                         max_retries=0, timeout=request_timeout)
+
+    async def complete(self, *, system, messages, tools, model, temperature, max_tokens, turn=0) -> LlmReply:
+        kwargs: dict[str, Any] = {"model": model, "messages": to_openai(system, messages)}
+        if tools:
+            kwargs["tools"] = tools
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if max_tokens:
+            kwargs["max_tokens"] = max_tokens
+        oa = self._openai
+
+        def classify(exc: BaseException):
+            return sdk_error(exc, oa.APIStatusError, oa.APIConnectionError)
+
+        resp = await with_retries(self.name, lambda: self.client.chat.completions.create(**kwargs),
+                                  classify, self.retries)
+        return from_openai(resp)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def to_openai(system: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for m in messages:
+        role = m["role"]
+        if role == "user":
+            out.append({"role": "user", "content": m["content"]})
+        elif role == "assistant":
+            a: dict[str, Any] = {"role": "assistant", "content": m.get("content") or None}
+            if m.get("tool_calls"):
+                a["tool_calls"] = [
+                    {"id": c["id"], "type": "function",
+                     "function": {"name": c["name"], "arguments": _as_text(c["arguments"])}}
+                    for c in m["tool_calls"]]
+            out.append(a)
+        elif role == "tool":
+            out.append({"role": "tool", "tool_call_id": m["tool_call_id"], "content": m["content"]})
+    return out
+
+
+def _as_text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def from_openai(resp: Any) -> LlmReply:
+    choice = resp.choices[0] if resp.choices else None
+    message = choice.message if choice is not None else None
+    calls = []
+    for tc in (getattr(message, "tool_calls", None) or []):
+        fn = getattr(tc, "function", None)
+        if fn is None:  # a custom (non-function) tool call: not ours
+            continue
+        calls.append(ToolCallRequest(id=tc.id, name=fn.name, arguments=fn.arguments))
+    usage = getattr(resp, "usage", None)
+    return LlmReply(
+        text=(getattr(message, "content", None) or ""),
+        tool_calls=calls,
+        usage={"input_tokens": getattr(usage, "prompt_tokens", 0) or 0,
+               "output_tokens": getattr(usage, "completion_tokens", 0) or 0},
+    )

@@ -1,0 +1,77 @@
+"""A deterministic offline provider: plays turns written in the flow, so
+examples, demos and tests run with no key and no network.
+
+A script is a list of turns; turn *n* answers the agent's *n*-th request:
+
+    [{"tool_calls": [{"name": "send_email",
+                      "arguments": {"to": "john@example.com", "subject": "...", "body": "..."}}]},
+     {"text": "Done: I told John his order shipped."}]
+
+``arguments`` may be an object or JSON text (to play a model that sends bad
+JSON). A turn may give ``usage``: {"input_tokens": n, "output_tokens": n}.
+In a turn's text, ``{prompt}`` is replaced by the prompt and ``{last_result}``
+by the last tool result the agent got. After the last turn the agent gets an
+empty final answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..node import NodeConfigError
+from .base import LlmReply, Provider, ToolCallRequest
+
+
+def script_problems(script: Any) -> list[str]:
+    if script is None:
+        return []
+    if not isinstance(script, list):
+        return ["the script must be a list of turns"]
+    out = []
+    for i, turn in enumerate(script):
+        where = f"turn {i + 1}"
+        if not isinstance(turn, dict) or not set(turn) <= {"text", "tool_calls", "usage"}:
+            out.append(f"{where}: a turn is an object with text and/or tool_calls (and usage)")
+            continue
+        if "text" in turn and not isinstance(turn["text"], str):
+            out.append(f"{where}: text must be a string")
+        calls = turn.get("tool_calls", [])
+        if not isinstance(calls, list):
+            out.append(f"{where}: tool_calls must be a list")
+            continue
+        for j, c in enumerate(calls):
+            if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+                out.append(f"{where}, call {j + 1}: a call needs a name (and arguments)")
+    return out
+
+
+class ScriptedProvider(Provider):
+    name = "scripted"
+
+    def __init__(self, *, script: Any = None, **_: Any) -> None:
+        problems = script_problems(script)
+        if problems:
+            raise NodeConfigError("script: " + "; ".join(problems))
+        self.script: list[dict[str, Any]] = list(script or [])
+
+    async def complete(self, *, system, messages, tools, model, temperature, max_tokens, turn=0) -> LlmReply:
+        # Stateless: the loop says which turn this is (the number of answers
+        # so far), so one node can serve many messages at once.
+        if turn >= len(self.script):
+            return LlmReply()
+        step = self.script[turn]
+        calls = [ToolCallRequest(id=c.get("id") or f"call_{turn + 1}_{j + 1}", name=c["name"],
+                                 arguments=c.get("arguments", {}))
+                 for j, c in enumerate(step.get("tool_calls") or [])]
+        text = step.get("text", "")
+        if text and "{" in text:
+            text = self._fill(text, messages)
+        usage = step.get("usage") or {}
+        return LlmReply(text=text, tool_calls=calls,
+                        usage={"input_tokens": int(usage.get("input_tokens", 0)),
+                               "output_tokens": int(usage.get("output_tokens", 0))})
+
+    @staticmethod
+    def _fill(text: str, messages: list[dict[str, Any]]) -> str:
+        prompt = next((m["content"] for m in messages if m["role"] == "user"), "")
+        last = next((m["content"] for m in reversed(messages) if m["role"] == "tool"), "")
+        return text.replace("{prompt}", str(prompt)).replace("{last_result}", str(last))
