@@ -384,9 +384,10 @@ def node(
                     params = [p for p in params if p.name != attr] + [value]
                 elif isinstance(value, Output):
                     outs = [o for o in outs if o.name != attr] + [value]
-        # id and name are instance attributes, so dir() misses them; a param
-        # called `name` would silently replace the node's display name.
-        reserved = set(dir(Node)) | {"id", "name"}
+        # id and name are instance attributes and spec only an annotation on
+        # Node, so dir() misses them; a param called `name` would silently
+        # replace the node's display name, one called `spec` the spec itself.
+        reserved = set(dir(Node)) | {"id", "name", "spec"}
         for p in [*params, *outs]:
             if p.name in reserved or p.name.startswith("_"):
                 raise TypeError(f"{type_id}: '{p.name}' is reserved and cannot be a param")
