@@ -1,0 +1,416 @@
+"""Flow files: load/save round trips, atomic save, every refusal, warnings."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runtime import flow as flow_mod
+from runtime.flow import (
+    FORMAT,
+    Flow,
+    FlowError,
+    FlowNode,
+    Problem,
+    load_flow,
+    parse_flow,
+    save_flow,
+    validate_flow,
+)
+from runtime.spec import ParamValue, Scope
+from tests.runtime_fixtures import REGISTRY, N, P, flow_data, make_flow
+
+# -- helpers ------------------------------------------------------------------
+
+
+def write(tmp_path: Path, data, name: str = "f.flow.json") -> Path:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+    return path
+
+
+def refusal(tmp_path: Path, data) -> list[Problem]:
+    path = write(tmp_path, data)
+    with pytest.raises(FlowError) as info:
+        load_flow(path, REGISTRY)
+    for p in info.value.problems:
+        assert p.file == str(path)
+        assert str(path) in str(p)
+    return info.value.problems
+
+
+def only(problems: list[Problem]) -> Problem:
+    assert len(problems) == 1, [str(p) for p in problems]
+    return problems[0]
+
+
+GOOD = flow_data([N("a", "core.inject", payload="hi"), N("b", "core.debug")], ["a->b"])
+
+
+# -- round trip -----------------------------------------------------------------
+
+ids = st.text(alphabet="abcdefghij-_0123", min_size=1, max_size=6)
+text = st.text(max_size=12)
+json_leaf = st.none() | st.booleans() | st.integers() | st.text(max_size=6)
+json_value = st.recursive(json_leaf, lambda i: st.lists(i, max_size=3)
+                          | st.dictionaries(st.text(max_size=4), i, max_size=3), max_leaves=8)
+param_value = st.one_of(
+    st.builds(lambda v: ParamValue(scope=Scope.CUSTOM, value=v), json_value),
+    st.builds(lambda p: ParamValue(scope=Scope.MESSAGE, path=p),
+              st.sampled_from(["payload", "payload.x", "a[0].b"])),
+    st.builds(lambda d: ParamValue(scope=Scope.AI, description=d),
+              st.none() | st.text(min_size=1, max_size=8)),
+)
+# Positions the file keeps exactly (it rounds to 2 decimals on purpose).
+coord = st.integers(-5000, 5000).map(lambda i: i / 4)
+
+
+@st.composite
+def flows(draw) -> Flow:
+    node_ids = draw(st.lists(ids, min_size=0, max_size=5, unique=True))
+    nodes = [
+        FlowNode(
+            id=i,
+            type=draw(st.sampled_from(["core.inject", "core.debug", "x.unknown"])),
+            name=draw(st.none() | st.text(min_size=1, max_size=8)),
+            position=(draw(coord), draw(coord)),
+            params=draw(st.dictionaries(st.sampled_from(["payload", "topic", "p"]), param_value,
+                                        max_size=2)),
+            outputs=draw(st.dictionaries(st.sampled_from(["o1", "o2"]),
+                                         st.sampled_from(["result.id", "x"]), max_size=1)),
+            disabled=draw(st.booleans()),
+            notes=draw(st.none() | st.text(min_size=1, max_size=8)),
+        )
+        for i in node_ids
+    ]
+    wires = []
+    if node_ids:
+        for _ in range(draw(st.integers(0, 4))):
+            wires.append({"from": [draw(st.sampled_from(node_ids)), "out"],
+                          "to": [draw(st.sampled_from(node_ids)), "in"]})
+    return Flow.model_validate({
+        "format": FORMAT, "name": draw(text),
+        "description": draw(st.none() | st.text(min_size=1, max_size=20)),
+        "nodes": [n.model_dump(by_alias=True) for n in nodes], "wires": wires})
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flows())
+def test_save_then_load_is_equal(tmp_path, flow):
+    path = tmp_path / "rt.flow.json"
+    save_flow(flow, path)
+    loaded = load_flow(path, validate=False)
+    assert loaded == flow
+    # Saving what was loaded gives the same bytes: stable, diffable.
+    assert loaded.dumps() == path.read_text(encoding="utf-8")
+    assert [p.name for p in tmp_path.iterdir()] == ["rt.flow.json"]
+
+
+def test_saved_text_is_two_space_indent_stable_key_order(tmp_path):
+    flow = make_flow([{"id": "a", "type": "core.inject", "name": "A", "position": [1, 2.5],
+                       "params": {"topic": P("t"), "payload": P({"z": 1, "a": 2})}},
+                      N("b", "core.debug")], ["a->b"])
+    path = tmp_path / "f.flow.json"
+    save_flow(flow, path)
+    text = path.read_text(encoding="utf-8")
+    assert text.endswith("}\n")
+    assert text.splitlines()[1] == '  "format": "switchboard.flow/1",'
+    data = json.loads(text)
+    assert list(data) == ["format", "name", "nodes", "wires"]
+    assert list(data["nodes"][0]) == ["id", "type", "name", "position", "params"]
+    assert data["nodes"][0]["position"] == [1, 2.5]
+    assert list(data["wires"][0]) == ["from", "to"]
+    # The same flow saved again is byte for byte the same.
+    save_flow(load_flow(path, REGISTRY), path)
+    assert path.read_text(encoding="utf-8") == text
+
+
+def test_save_is_atomic_and_a_crash_mid_write_keeps_the_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "f.flow.json"
+    old = make_flow([N("a", "core.inject")])
+    save_flow(old, path)
+    before = path.read_text(encoding="utf-8")
+
+    def crash(*a, **kw):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(flow_mod.os, "fsync", crash)
+    with pytest.raises(OSError, match="disk full"):
+        save_flow(make_flow([N("b", "core.debug")]), path)
+    assert path.read_text(encoding="utf-8") == before
+    assert [p.name for p in tmp_path.iterdir()] == ["f.flow.json"]
+
+    monkeypatch.undo()
+    monkeypatch.setattr(flow_mod.os, "replace", crash)
+    with pytest.raises(OSError):
+        save_flow(make_flow([N("b", "core.debug")]), path)
+    assert path.read_text(encoding="utf-8") == before
+    assert [p.name for p in tmp_path.iterdir()] == ["f.flow.json"]
+
+
+def test_save_keeps_the_file_mode(tmp_path):
+    path = tmp_path / "f.flow.json"
+    umask = os.umask(0o022)
+    try:
+        save_flow(make_flow([]), path)  # a new file gets what open() would give it
+    finally:
+        os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o644
+    path.chmod(0o640)
+    save_flow(make_flow([]), path)
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_example_flows_load():
+    examples = Path(__file__).resolve().parents[1] / "resources" / "examples"
+    for path in examples.glob("*.flow.json"):
+        try:
+            load_flow(path)
+        except FlowError as exc:
+            if "unknown node type" in str(exc):
+                continue  # a node package not installed in this checkout
+            raise
+
+
+# -- refusals ---------------------------------------------------------------------
+
+
+def test_invalid_json_names_file_and_line(tmp_path):
+    p = only(refusal(tmp_path, '{"format": "switchboard.flow/1",\n  "nodes": [,]}'))
+    assert "invalid JSON" in p.message and p.field == "line 2 column 13"
+
+
+def test_not_an_object(tmp_path):
+    assert "JSON object" in only(refusal(tmp_path, [1, 2])).message
+
+
+@pytest.mark.parametrize("fmt", ["switchboard.flow/2", "node-red", 1, None])
+def test_unknown_format(tmp_path, fmt):
+    p = only(refusal(tmp_path, {**GOOD, "format": fmt}))
+    assert p.field == "format" and "unknown format" in p.message
+
+
+def test_missing_format(tmp_path):
+    data = dict(GOOD)
+    del data["format"]
+    p = only(refusal(tmp_path, data))
+    assert p.field == "format" and "missing format" in p.message
+
+
+def test_unknown_node_type(tmp_path):
+    p = only(refusal(tmp_path, flow_data([N("a", "core.inject"), N("x", "no.such")])))
+    assert (p.node, p.field) == ("x", "type") and "no.such" in p.message
+
+
+def test_unknown_output_port(tmp_path):
+    p = only(refusal(tmp_path, flow_data([N("a", "core.inject"), N("b", "core.debug")],
+                                         ["a.nope->b"])))
+    assert p.node == "a" and p.field == "wires[0].from" and "'nope'" in p.message
+
+
+def test_unknown_input_port(tmp_path):
+    p = only(refusal(tmp_path, flow_data([N("a", "core.inject"), N("b", "core.debug")],
+                                         ["a->b.side"])))
+    assert p.node == "b" and p.field == "wires[0].to" and "'side'" in p.message
+
+
+def test_switch_ports_follow_its_rules(tmp_path):
+    rules = [{"op": "eq", "value": 1}, {"op": "else"}]
+    ok = flow_data([N("a", "core.inject"), N("s", "core.switch", rules=rules),
+                    N("d", "core.debug")], ["a->s", "s.out0->d", "s.out1->d"])
+    load_flow(write(tmp_path, ok), REGISTRY)
+    bad = flow_data([N("a", "core.inject"), N("s", "core.switch", rules=rules),
+                     N("d", "core.debug")], ["a->s", "s.out2->d"])
+    assert "out2" in only(refusal(tmp_path, bad)).message
+
+
+def test_wire_to_unknown_node(tmp_path):
+    p = only(refusal(tmp_path, flow_data([N("a", "core.inject")], ["a->ghost"])))
+    assert p.field == "wires[0].to" and "ghost" in p.message
+
+
+@pytest.mark.parametrize("param, value, why", [
+    ("count", "3", "expected an integer"),
+    ("count", 2.5, "expected an integer"),
+    ("count", True, "expected an integer"),
+    ("ratio", "x", "expected a number"),
+    ("flag", 1, "expected true or false"),
+    ("text", 5, "expected a string"),
+    ("mode", "c", "expected one of a, b"),
+    ("key", "sk-live-123", "never the secret itself"),
+])
+def test_wrong_param_type(tmp_path, param, value, why):
+    p = only(refusal(tmp_path, flow_data([N("a", "core.inject"), N("n", "test.plain",
+                                                                   **{param: value})], ["a->n"])))
+    assert (p.node, p.field) == ("n", f"params.{param}.value")
+    assert why in p.message
+    if param == "key":
+        assert "sk-live-123" not in str(p)
+
+
+def test_right_param_types_load(tmp_path):
+    data = flow_data([N("a", "core.inject"), N("n", "test.plain", count=3, ratio=2, flag=True,
+                                               text="t", mode="b", data={"x": [1]},
+                                               key={"env": "API_KEY"})], ["a->n"])
+    load_flow(write(tmp_path, data), REGISTRY)
+
+
+def test_malformed_param_setting(tmp_path):
+    data = flow_data([N("a", "core.inject"), {"id": "n", "type": "test.plain",
+                                              "params": {"count": {"scope": "robot"}}}], ["a->n"])
+    p = only(refusal(tmp_path, data))
+    assert p.node == "n" and p.field == "params.count.scope"
+
+
+def test_unknown_param(tmp_path):
+    p = only(refusal(tmp_path, flow_data([N("a", "core.inject", colour="red")])))
+    assert (p.node, p.field) == ("a", "params.colour")
+
+
+def test_ai_scope_where_the_author_did_not_allow_it(tmp_path):
+    data = flow_data([N("a", "core.inject"), {"id": "n", "type": "test.plain",
+                                              "params": {"text": {"scope": "ai"}}}], ["a->n"])
+    p = only(refusal(tmp_path, data))
+    assert (p.node, p.field) == ("n", "params.text.scope")
+    assert "scope 'ai' is not allowed" in p.message and "did not let the AI" in p.message
+
+
+@pytest.mark.parametrize("setting", [{"scope": "message", "path": "payload"},
+                                     {"scope": "ai"}])
+def test_scope_not_allowed_on_custom_only_param(tmp_path, setting):
+    data = flow_data([{"id": "a", "type": "core.inject", "params": {"topic": setting}}])
+    p = only(refusal(tmp_path, data))
+    assert (p.node, p.field) == ("a", "params.topic.scope")
+    assert f"scope '{setting['scope']}' is not allowed" in p.message
+
+
+def test_ai_scope_allowed_by_the_author_loads(tmp_path):
+    data = flow_data([N("a", "core.inject"), N("ag", "test.agent"),
+                      {"id": "t", "type": "test.lookup", "params": {"query": {"scope": "ai"}}}],
+                     ["a->ag", "ag.tools->t"])
+    flow = load_flow(write(tmp_path, data), REGISTRY)
+    assert flow.node("t").params["query"].scope is Scope.AI
+
+
+def test_bad_message_path(tmp_path):
+    data = flow_data([N("a", "core.inject"), {"id": "n", "type": "test.plain",
+                                              "params": {"text": {"scope": "message",
+                                                                  "path": "a..b"}}}], ["a->n"])
+    p = only(refusal(tmp_path, data))
+    assert (p.node, p.field) == ("n", "params.text.path")
+
+
+def test_tools_wire_to_a_node_that_declares_no_tool(tmp_path):
+    data = flow_data([N("a", "core.inject"), N("ag", "test.agent"), N("n", "test.plain")],
+                     ["a->ag", "ag.tools->n"])
+    p = only(refusal(tmp_path, data))
+    assert p.node == "n" and p.field == "wires[1]"
+    assert "declares no tool" in p.message and "'ag'" in p.message
+
+
+def test_tool_override_on_a_node_without_tool(tmp_path):
+    data = flow_data([N("a", "core.inject"), {"id": "n", "type": "test.plain",
+                                              "tool": {"name": "x"}}], ["a->n"])
+    assert only(refusal(tmp_path, data)).field == "tool"
+
+
+def test_two_tools_of_one_agent_with_the_same_name(tmp_path):
+    data = flow_data([N("a", "core.inject"), N("ag", "test.agent"), N("t1", "test.lookup"),
+                      N("t2", "test.lookup")], ["a->ag", "ag.tools->t1", "ag.tools->t2"])
+    p = only(refusal(tmp_path, data))
+    assert (p.node, p.field) == ("t2", "tool.name")
+    assert "two tools named 'lookup'" in p.message and "'t1'" in p.message
+
+
+def test_two_tools_of_one_type_with_distinct_names_load(tmp_path):
+    data = flow_data([N("a", "core.inject"), N("ag", "test.agent"), N("t1", "test.lookup"),
+                      {"id": "t2", "type": "test.lookup", "tool": {"name": "lookup_more"}}],
+                     ["a->ag", "ag.tools->t1", "ag.tools->t2"])
+    load_flow(write(tmp_path, data), REGISTRY)
+
+
+def test_same_tool_on_two_agents_loads(tmp_path):
+    data = flow_data([N("a", "core.inject"), N("ag1", "test.agent"), N("ag2", "test.agent"),
+                      N("t", "test.lookup")], ["a->ag1", "a->ag2", "ag1.tools->t", "ag2.tools->t"])
+    load_flow(write(tmp_path, data), REGISTRY)
+
+
+def test_duplicate_ids(tmp_path):
+    data = flow_data([N("a", "core.inject"), N("b", "core.debug"), N("a", "core.debug")],
+                     ["a->b"])
+    p = only(refusal(tmp_path, data))
+    assert (p.node, p.field) == ("a", "id") and "duplicate node id" in p.message
+
+
+def test_unknown_field_and_bad_structure(tmp_path):
+    data = flow_data([{"id": "a", "type": "core.inject", "colour": "red"}])
+    p = only(refusal(tmp_path, data))
+    assert (p.node, p.field, p.message) == ("a", "colour", "unknown field")
+
+
+def test_every_problem_is_reported_not_just_the_first(tmp_path):
+    data = flow_data([N("a", "core.inject", count="x"), N("b", "no.such"), N("a", "core.debug")],
+                     ["a.nope->b"])
+    problems = refusal(tmp_path, data)
+    assert {(p.node, p.field) for p in problems} >= {("a", "params.count.value"), ("b", "type"),
+                                                      ("a", "id")}
+
+
+def test_problem_text_names_file_node_and_field():
+    p = Problem(file="x.flow.json", node="n", field="params.a", message="bad")
+    assert str(p) == "x.flow.json: node 'n', params.a: bad"
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FlowError, match="file not found"):
+        load_flow(tmp_path / "nope.flow.json")
+
+
+# -- warnings, cycles -----------------------------------------------------------
+
+
+def test_unconnected_input_and_unreachable_node_are_warnings(tmp_path):
+    data = flow_data([N("a", "core.inject"), N("b", "core.debug"), N("lonely", "test.record"),
+                      N("x", "test.record"), N("y", "test.record")],
+                     ["a->b", "x->y", "y->x"])
+    flow = load_flow(write(tmp_path, data), REGISTRY)  # warnings do not refuse
+    problems = validate_flow(flow, REGISTRY)
+    assert all(p.severity == "warning" for p in problems)
+    found = {(p.node, p.field, p.message) for p in problems}
+    assert ("lonely", "in", "input is not connected") in found
+    assert ("x", None, "no source reaches this node") in found
+    assert ("y", None, "no source reaches this node") in found
+    assert not any(p.node in ("a", "b") for p in problems)
+    assert str([p for p in problems if p.node == "lonely"][0]).startswith("<flow>: node 'lonely'")
+
+
+def test_cycles_are_allowed(tmp_path):
+    data = flow_data([N("a", "core.inject"), N("x", "test.record"), N("y", "test.record")],
+                     ["a->x", "x->y", "y->x"])
+    flow = load_flow(write(tmp_path, data), REGISTRY)
+    assert validate_flow(flow, REGISTRY) == []
+
+
+def test_catch_is_a_source_for_reachability(tmp_path):
+    data = flow_data([N("a", "core.inject"), N("c", "core.catch"), N("d", "core.debug")],
+                     ["c->d"])
+    flow = load_flow(write(tmp_path, data), REGISTRY)
+    assert validate_flow(flow, REGISTRY) == []
+
+
+def test_parse_flow_structural_errors_name_the_node():
+    with pytest.raises(FlowError) as info:
+        parse_flow({"format": FORMAT, "nodes": [{"id": "a", "type": "t", "position": "x"}]}, "f")
+    assert info.value.problems[0].node == "a"
+    assert info.value.problems[0].field == "position"
+
+
+def test_new_id_avoids_taken_ids():
+    flow = make_flow([N("debug", "core.debug"), N("debug2", "core.debug")])
+    assert flow.new_id("core.debug") == "debug3"
+    assert flow.new_id("core.inject") == "inject"
