@@ -461,7 +461,7 @@ class Engine:
         if isinstance(exc, NodeConfigError):
             log.info("node %s: %s", rt.id, text)
         else:
-            log.debug("node %s raised", rt.id, exc_info=exc)
+            _log_traceback("node %s raised", rt.id, exc)
         error = {"message": text, "node": rt.id, "name": rt.node.name, "type": rt.spec.type}
         catchers = [c for c, watched in self._catchers
                     if c is not rt and (not watched or rt.id in watched) and not c.disabled]
@@ -507,7 +507,7 @@ class Engine:
         except Exception as exc:
             rt.errors += 1
             text = error_text(exc)
-            log.debug("tool node %s raised", rt.id, exc_info=exc)
+            _log_traceback("tool node %s raised", rt.id, exc)
             if self.bus.active:
                 self.bus.publish(NodeError(node=rt.id, name=rt.node.name, message=text,
                                            msgid=msg.get("_msgid", ""), caught=True))
@@ -544,6 +544,15 @@ class Engine:
                 last[rt.id] = {"in": list(rt.last_in), "out": list(rt.last_out)}
         return Stats(nodes=nodes, wires=wires, last=last, last_wire=last_wire,
                      elapsed_ms=(time.perf_counter() - self._started) * 1000)
+
+
+def _log_traceback(what: str, node_id: str, exc: BaseException) -> None:
+    """The traceback at DEBUG, redacted: an exception's text may quote a
+    secret the node resolved (a server echoing a password)."""
+    if log.isEnabledFor(logging.DEBUG):
+        import traceback
+
+        log.debug(what + "\n%s", node_id, redact("".join(traceback.format_exception(exc))).rstrip())
 
 
 def error_text(exc: BaseException) -> str:
