@@ -11,6 +11,9 @@ What is kept, and why:
   full would make a long run's history mostly copies of the same messages.
   So every ``stats`` is stored without its messages, except the last one of
   the run, which is stored whole (the Messages tab of a stored run shows it).
+- ``message.sent`` (tracing on) is stored without the message, only its
+  ``_msgid``: the timeline needs when each hop happened, and each wire's
+  last message is in that final ``stats`` anyway.
 - A run stops recording past ``MAX_EVENTS`` (a traced flood of hops); the
   run row says how many events were dropped.
 
@@ -29,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .events import Event, RunFinished, RunStarted, Stats, parse_event
+from .events import Event, MessageSent, RunFinished, RunStarted, Stats, parse_event
 
 DATA_DIR_ENV = "SWITCHBOARD_DATA_DIR"
 DB_NAME = "history.sqlite3"
@@ -195,6 +198,10 @@ class RunRecorder:
             return  # events before run.started (none today) have no run to go to
         if isinstance(event, Stats):
             self._hold_stats(event)
+            return
+        if isinstance(event, MessageSent):
+            msgid = event.msg.get("_msgid", "") if isinstance(event.msg, dict) else ""
+            self._add(event.model_copy(update={"msg": {"_msgid": msgid}}))
             return
         if isinstance(event, RunFinished):
             self._release_stats(full=True)

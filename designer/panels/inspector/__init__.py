@@ -1,0 +1,7 @@
+"""The run inspector (bottom dock): Debug, Messages, Tools, Timeline, Agent,
+Problems and History tabs, all fed by runtime events."""
+
+from .inspector import Inspector, InspectorContext
+from .model import RunModel
+
+__all__ = ["Inspector", "InspectorContext", "RunModel"]

@@ -1,0 +1,204 @@
+"""Small pieces the inspector tabs share: colours, formatting, the JSON tree."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QColor, QFont, QFontDatabase, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import QLabel, QMenu, QTreeWidget, QTreeWidgetItem, QWidget
+
+# A calm palette: one hue per meaning, muted enough to sit beside the canvas.
+COLORS = {
+    "running": "#3b82c4",
+    "success": "#3f9b5b",
+    "ok": "#3f9b5b",
+    "done": "#3f9b5b",
+    "error": "#c8504a",
+    "refused": "#c98a2b",
+    "warning": "#c98a2b",
+    "stopped": "#7c8593",
+    "timeout": "#c98a2b",
+    "cancelled": "#7c8593",
+    "interrupted": "#7c8593",
+    "llm": "#8569c2",
+    "node": "#6f9fd8",
+    "debug": "#4f9a94",
+    "muted": "#7c8593",
+}
+
+ROLE_COLORS = {
+    "system": "#7c8593",
+    "user": "#3b82c4",
+    "assistant": "#8569c2",
+    "tool": "#3f9b5b",
+}
+
+PREVIEW_CHARS = 160
+
+
+def color(name: str) -> QColor:
+    return QColor(COLORS.get(name, COLORS["muted"]))
+
+
+def mono_font() -> QFont:
+    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    return font
+
+
+def preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
+    """One line of a JSON value, as a person scanning a list wants it."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            text = repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def to_json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def fmt_duration(ms: float | None) -> str:
+    if ms is None:
+        return "—"
+    if ms < 1:
+        return f"{ms * 1000:.0f} µs"
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.2f} s"
+    minutes, seconds = divmod(ms / 1000, 60)
+    return f"{int(minutes)} min {seconds:.0f} s"
+
+
+def fmt_seconds(t: float) -> str:
+    return f"{t * 1000:.0f} ms" if t < 1 else f"{t:.2f} s"
+
+
+def copy_text(text: str) -> None:
+    clipboard = QGuiApplication.clipboard()
+    if clipboard is not None:
+        clipboard.setText(text)
+
+
+def hint_label(text: str) -> QLabel:
+    """The grey sentence an empty view shows, saying how to fill it."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    label.setStyleSheet(f"color: {COLORS['muted']}; padding: 16px;")
+    return label
+
+
+# -- JSON trees ---------------------------------------------------------------
+
+VALUE_ROLE = Qt.ItemDataRole.UserRole + 1
+PATH_ROLE = Qt.ItemDataRole.UserRole + 2
+
+
+def fill_json_item(item: QTreeWidgetItem, key: str, value: Any, path: str, value_col: int = 1,
+                   font: QFont | None = None) -> None:
+    """Make ``item`` show one JSON value; its children are built when it is
+    first expanded, so a 10 MB payload costs nothing until someone looks."""
+    item.setText(0, key)
+    item.setData(0, VALUE_ROLE, value)
+    item.setData(0, PATH_ROLE, path)
+    if isinstance(value, dict):
+        summary = f"{{{len(value)}}}  " + preview(value, 120) if value else "{}"
+    elif isinstance(value, list):
+        summary = f"[{len(value)}]  " + preview(value, 120) if value else "[]"
+    else:
+        summary = preview(value, 400) if not isinstance(value, str) else \
+            json.dumps(value if len(value) <= 400 else value[:399] + "…", ensure_ascii=False)
+    item.setText(value_col, summary)
+    item.setToolTip(value_col, preview(value, 1000))
+    if font is not None:
+        item.setFont(value_col, font)
+    if not isinstance(value, str):
+        kind = "null" if value is None else type(value).__name__
+        item.setForeground(value_col, QColor(_VALUE_COLORS.get(kind, "#3d4450")))
+    if isinstance(value, (dict, list)) and value:
+        item.setChildIndicatorPolicy(QTreeWidgetItem.ChildIndicatorPolicy.ShowIndicator)
+
+
+_VALUE_COLORS = {"int": "#2f6fb0", "float": "#2f6fb0", "bool": "#8569c2", "null": "#7c8593",
+                 "dict": "#7c8593", "list": "#7c8593"}
+
+
+def expand_json_item(item: QTreeWidgetItem, value_col: int = 1, font: QFont | None = None) -> None:
+    if item.childCount() or not isinstance(item.data(0, VALUE_ROLE), (dict, list)):
+        return
+    value = item.data(0, VALUE_ROLE)
+    path = item.data(0, PATH_ROLE) or ""
+    pairs = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, child_value in list(pairs)[:2000]:
+        child = QTreeWidgetItem(item)
+        key_text = str(key) if isinstance(value, dict) else f"[{key}]"
+        child_path = (f"{path}.{key}" if path else str(key)) if isinstance(value, dict) \
+            else f"{path}[{key}]"
+        fill_json_item(child, key_text, child_value, child_path, value_col, font)
+    if len(value) > 2000:
+        more = QTreeWidgetItem(item)
+        more.setText(0, f"… {len(value) - 2000} more")
+
+
+class JsonTree(QTreeWidget):
+    """An expandable view of one JSON value (or several, one per root)."""
+
+    value_copied = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setColumnCount(2)
+        self.setHeaderLabels(["Key", "Value"])
+        self.setUniformRowHeights(True)
+        self.setAlternatingRowColors(True)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._menu)
+        self.itemExpanded.connect(lambda item: expand_json_item(item, 1, self._mono))
+        self._mono = mono_font()
+        self.header().setStretchLastSection(True)
+        self.setColumnWidth(0, 180)
+        copy = QAction("Copy value", self)
+        copy.setShortcut(QKeySequence.StandardKey.Copy)
+        copy.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        copy.triggered.connect(self.copy_selected)
+        self.addAction(copy)
+
+    def set_roots(self, roots: list[tuple[str, Any]], expand: bool = True) -> None:
+        self.clear()
+        for key, value in roots:
+            item = QTreeWidgetItem(self)
+            fill_json_item(item, key, value, "", 1, self._mono)
+            if expand and len(roots) <= 3:
+                item.setExpanded(True)
+
+    def set_value(self, value: Any, key: str = "msg") -> None:
+        self.set_roots([(key, value)])
+
+    def copy_selected(self) -> None:
+        item = self.currentItem()
+        if item is not None:
+            text = to_json_text(item.data(0, VALUE_ROLE))
+            copy_text(text)
+            self.value_copied.emit(text)
+
+    def _menu(self, pos: Any) -> None:
+        item = self.itemAt(pos)
+        if item is None:
+            return
+        menu = QMenu(self)
+        menu.addAction("Copy value", self.copy_selected)
+        path = item.data(0, PATH_ROLE)
+        if path:
+            menu.addAction("Copy path", lambda: copy_text(path))
+        menu.exec(self.viewport().mapToGlobal(pos))

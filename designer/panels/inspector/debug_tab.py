@@ -1,0 +1,189 @@
+"""Debug: what the debug nodes showed, newest at the bottom, as in Node-RED."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .common import (
+    COLORS,
+    JsonTree,
+    copy_text,
+    fmt_seconds,
+    hint_label,
+    mono_font,
+    preview,
+    to_json_text,
+)
+from .model import DebugEntry
+
+if TYPE_CHECKING:
+    from .inspector import InspectorContext
+
+ENTRY_ROLE = Qt.ItemDataRole.UserRole + 10
+ALL = ""
+
+
+class DebugTab(QWidget):
+    node_selected = Signal(str)
+
+    def __init__(self, ctx: InspectorContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self._shown_seq = 0
+        self._nodes: list[str] = []
+
+        self.filter = QComboBox()
+        self.filter.setMinimumWidth(200)
+        self.filter.addItem("All nodes", ALL)
+        self.filter.currentIndexChanged.connect(self._apply_filter)
+        self.count = QLabel()
+        self.count.setStyleSheet(f"color: {COLORS['muted']};")
+        self.copy_button = QPushButton("Copy")
+        self.copy_button.setToolTip("Copy the selected value as JSON")
+        self.copy_button.clicked.connect(self.copy_selected)
+        self.clear_button = QPushButton("Clear")
+        self.clear_button.clicked.connect(self.clear)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(8, 6, 8, 6)
+        bar.setSpacing(8)
+        bar.addWidget(QLabel("Show"))
+        bar.addWidget(self.filter)
+        bar.addStretch(1)
+        bar.addWidget(self.count)
+        bar.addWidget(self.copy_button)
+        bar.addWidget(self.clear_button)
+
+        self.list = QTreeWidget()
+        self.list.setHeaderLabels(["Time", "Node", "Value"])
+        self.list.setRootIsDecorated(False)
+        self.list.setUniformRowHeights(True)
+        self.list.setAlternatingRowColors(True)
+        self.list.setColumnWidth(0, 80)
+        self.list.setColumnWidth(1, 170)
+        self.list.currentItemChanged.connect(self._current_changed)
+        self.list.itemClicked.connect(self._clicked)
+        self._mono = mono_font()
+
+        self.detail = JsonTree()
+        self.empty = hint_label("Run the flow (F5). Values shown by Debug nodes appear here.")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.empty)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self.list)
+        split.addWidget(self.detail)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setSizes([700, 460])
+        self.stack.addWidget(split)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addLayout(bar)
+        layout.addWidget(self.stack, 1)
+        self._update_count()
+
+    # -- feeding ------------------------------------------------------------
+    def refresh(self) -> None:
+        """Append the entries the model got since the last refresh."""
+        model = self.ctx.model
+        new = [e for e in model.debug if e.seq > self._shown_seq]
+        if not new:
+            return
+        at_bottom = self._at_bottom()
+        wanted = self.filter.currentData()
+        for entry in new:
+            self._add_node(entry.node)
+            item = QTreeWidgetItem(self.list)
+            item.setText(0, fmt_seconds(entry.t))
+            item.setText(1, self.ctx.name_of(entry.node))
+            item.setToolTip(1, entry.node)
+            item.setText(2, preview(entry.value))
+            item.setFont(2, self._mono)
+            item.setData(0, ENTRY_ROLE, entry)
+            item.setHidden(bool(wanted) and entry.node != wanted)
+        self._shown_seq = model.debug_seq
+        overflow = self.list.topLevelItemCount() - model.debug.maxlen  # type: ignore[operator]
+        for _ in range(max(0, overflow)):
+            self.list.takeTopLevelItem(0)
+        if new:
+            self.stack.setCurrentIndex(1)
+        if at_bottom:
+            self.list.scrollToBottom()
+        self._update_count()
+
+    def reset(self) -> None:
+        """A new run (or a stored one) replaces what is shown."""
+        self.list.clear()
+        self.detail.clear()
+        self._shown_seq = 0
+        self.stack.setCurrentIndex(0)
+        self._update_count()
+
+    def clear(self) -> None:
+        self.list.clear()
+        self.detail.clear()
+        self.ctx.model.debug.clear()
+        self._update_count()
+
+    def _add_node(self, node: str) -> None:
+        if node not in self._nodes:
+            self._nodes.append(node)
+            self.filter.addItem(self.ctx.name_of(node), node)
+
+    # -- interaction --------------------------------------------------------
+    def entries(self) -> list[DebugEntry]:
+        return [self.list.topLevelItem(i).data(0, ENTRY_ROLE)
+                for i in range(self.list.topLevelItemCount())
+                if not self.list.topLevelItem(i).isHidden()]
+
+    def set_filter(self, node_id: str) -> None:
+        index = self.filter.findData(node_id)
+        self.filter.setCurrentIndex(max(0, index))
+
+    def copy_selected(self) -> None:
+        item = self.list.currentItem()
+        if item is not None:
+            copy_text(to_json_text(item.data(0, ENTRY_ROLE).value))
+
+    def _apply_filter(self) -> None:
+        wanted = self.filter.currentData()
+        for i in range(self.list.topLevelItemCount()):
+            item = self.list.topLevelItem(i)
+            item.setHidden(bool(wanted) and item.data(0, ENTRY_ROLE).node != wanted)
+        self._update_count()
+
+    def _current_changed(self, item: QTreeWidgetItem | None, _prev: object = None) -> None:
+        if item is None:
+            self.detail.clear()
+            return
+        entry: DebugEntry = item.data(0, ENTRY_ROLE)
+        self.detail.set_roots([(self.ctx.name_of(entry.node), entry.value)])
+
+    def _clicked(self, item: QTreeWidgetItem) -> None:
+        self.node_selected.emit(item.data(0, ENTRY_ROLE).node)
+
+    def _at_bottom(self) -> bool:
+        bar = self.list.verticalScrollBar()
+        return bar.value() >= bar.maximum() - 2
+
+    def _update_count(self) -> None:
+        shown = sum(1 for i in range(self.list.topLevelItemCount())
+                    if not self.list.topLevelItem(i).isHidden())
+        total = self.list.topLevelItemCount()
+        self.count.setText(f"{shown} of {total}" if shown != total else
+                           f"{total} message{'s' if total != 1 else ''}")

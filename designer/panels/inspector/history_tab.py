@@ -1,0 +1,138 @@
+"""History: past runs from the SQLite history; open one read-only in the
+inspector, delete old ones."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QStackedWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .common import COLORS, color, fmt_duration, hint_label
+
+if TYPE_CHECKING:
+    from runtime.history import History, RunInfo
+
+RUN_ROLE = Qt.ItemDataRole.UserRole + 40
+
+
+def fmt_started(ts: float) -> str:
+    now = time.time()
+    local = time.localtime(ts)
+    if time.localtime(now)[:3] == local[:3]:
+        return time.strftime("Today %H:%M:%S", local)
+    return time.strftime("%Y-%m-%d %H:%M:%S", local)
+
+
+class HistoryTab(QWidget):
+    open_requested = Signal(str)  # run id
+
+    def __init__(self, history: History | None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.history = history
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels(["Started", "Flow", "Duration", "Status", "Errors", "Events"])
+        self.tree.setRootIsDecorated(False)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        for col, width in enumerate((170, 260, 90, 100, 60)):
+            self.tree.setColumnWidth(col, width)
+        self.tree.itemActivated.connect(lambda item: self.open_requested.emit(item.data(0, RUN_ROLE)))
+        self.tree.itemSelectionChanged.connect(self._selection_changed)
+
+        self.open_button = QPushButton("Open")
+        self.open_button.setToolTip("Show this run in the inspector, read-only")
+        self.open_button.clicked.connect(self._open_current)
+        self.delete_button = QPushButton("Delete")
+        self.delete_button.clicked.connect(self.delete_selected)
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.clicked.connect(self.refresh)
+        self.where = QLabel()
+        self.where.setStyleSheet(f"color: {COLORS['muted']};")
+        self.where.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(8, 6, 8, 6)
+        bar.setSpacing(8)
+        bar.addWidget(self.open_button)
+        bar.addWidget(self.delete_button)
+        bar.addWidget(self.refresh_button)
+        bar.addStretch(1)
+        bar.addWidget(self.where)
+        QShortcut(QKeySequence.StandardKey.Delete, self.tree, self.delete_selected,
+                  context=Qt.ShortcutContext.WidgetShortcut)
+
+        self.empty = hint_label("No stored runs yet. Every run is kept here, so that you can "
+                                "look at it again after closing the designer.")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.empty)
+        self.stack.addWidget(self.tree)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addLayout(bar)
+        layout.addWidget(self.stack, 1)
+        self.refresh()
+
+    def refresh(self) -> None:
+        runs = self.history.runs() if self.history is not None else []
+        if self.history is not None:
+            self.where.setText(str(self.history.path))
+        selected = {i.data(0, RUN_ROLE) for i in self.tree.selectedItems()}
+        self.tree.clear()
+        for run in runs:
+            item = QTreeWidgetItem(self.tree)
+            self._fill(item, run)
+            item.setSelected(run.id in selected)
+        self.stack.setCurrentIndex(1 if runs else 0)
+        self._selection_changed()
+
+    def _fill(self, item: QTreeWidgetItem, run: RunInfo) -> None:
+        item.setData(0, RUN_ROLE, run.id)
+        item.setText(0, fmt_started(run.started))
+        item.setToolTip(0, f"run {run.id}")
+        item.setText(1, run.flow or "Untitled")
+        item.setToolTip(1, run.path)
+        item.setText(2, fmt_duration(run.duration_ms))
+        item.setText(3, run.status)
+        item.setForeground(3, QBrush(color(run.status)))
+        item.setText(4, str(run.errors) if run.errors else "")
+        item.setText(5, f"{run.events:,}" + (f" (+{run.dropped:,} not kept)" if run.dropped else ""))
+
+    def run_ids(self) -> list[str]:
+        return [self.tree.topLevelItem(i).data(0, RUN_ROLE)
+                for i in range(self.tree.topLevelItemCount())]
+
+    def select_run(self, run_id: str) -> None:
+        for i in range(self.tree.topLevelItemCount()):
+            item = self.tree.topLevelItem(i)
+            if item.data(0, RUN_ROLE) == run_id:
+                self.tree.setCurrentItem(item)
+
+    def delete_selected(self) -> None:
+        ids = [i.data(0, RUN_ROLE) for i in self.tree.selectedItems()]
+        if ids and self.history is not None:
+            self.history.delete(ids)
+            self.refresh()
+
+    def _open_current(self) -> None:
+        item = self.tree.currentItem()
+        if item is not None:
+            self.open_requested.emit(item.data(0, RUN_ROLE))
+
+    def _selection_changed(self) -> None:
+        n = len(self.tree.selectedItems())
+        self.open_button.setEnabled(n == 1)
+        self.delete_button.setEnabled(n > 0)
+        self.delete_button.setText(f"Delete {n}" if n > 1 else "Delete")

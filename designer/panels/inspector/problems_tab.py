@@ -1,0 +1,88 @@
+"""Problems: what keeps the flow from running (validation) and what went
+wrong while it ran (node errors), each linked to its node."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush
+from PySide6.QtWidgets import QStackedWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+
+from runtime.flow import Problem
+
+from .common import color, fmt_seconds, hint_label
+
+if TYPE_CHECKING:
+    from .inspector import InspectorContext
+
+NODE_ROLE = Qt.ItemDataRole.UserRole + 30
+
+
+class ProblemsTab(QWidget):
+    node_selected = Signal(str)
+    count_changed = Signal(int)
+
+    def __init__(self, ctx: InspectorContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.validation: list[Problem] = []
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels(["", "Node", "Where", "Problem"])
+        self.tree.setRootIsDecorated(False)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setWordWrap(True)
+        for col, width in enumerate((90, 180, 160)):
+            self.tree.setColumnWidth(col, width)
+        self.tree.itemClicked.connect(self._clicked)
+        self.tree.itemActivated.connect(self._clicked)
+        self.empty = hint_label("No problems. Validation problems and errors from runs show "
+                                "up here, each linked to its node.")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.empty)
+        self.stack.addWidget(self.tree)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.stack)
+
+    def set_validation(self, problems: list[Problem]) -> None:
+        self.validation = list(problems)
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.tree.clear()
+        for p in sorted(self.validation, key=lambda p: p.severity != "error"):
+            self._add(p.severity, p.node or "", p.field or "", p.message,
+                      "Not run: fix this first" if p.severity == "error" else "")
+        for e in self.ctx.model.node_errors:
+            where = f"run, at {fmt_seconds(max(0.0, e.ts - self.ctx.model.started))}"
+            self._add("caught" if e.caught else "run error", e.node, where, e.message,
+                      "A catch node handled it" if e.caught else "")
+        for log in self.ctx.model.logs:
+            if log.level == "error":
+                self._add("run error", log.node, "run", log.text, "")
+        n = self.tree.topLevelItemCount()
+        self.stack.setCurrentIndex(1 if n else 0)
+        self.count_changed.emit(n)
+
+    def count(self) -> int:
+        return self.tree.topLevelItemCount()
+
+    def _add(self, kind: str, node: str, where: str, message: str, tip: str) -> None:
+        item = QTreeWidgetItem(self.tree)
+        item.setText(0, kind)
+        tint = {"error": "error", "run error": "error", "warning": "warning",
+                "caught": "warning"}.get(kind, "muted")
+        item.setForeground(0, QBrush(color(tint)))
+        item.setData(0, Qt.ItemDataRole.DecorationRole, color(tint))
+        item.setText(1, self.ctx.name_of(node) if node else "flow")
+        item.setToolTip(1, node)
+        item.setText(2, where)
+        item.setText(3, message)
+        item.setToolTip(3, message + (f"\n{tip}" if tip else ""))
+        item.setData(0, NODE_ROLE, node)
+
+    def _clicked(self, item: QTreeWidgetItem) -> None:
+        node = item.data(0, NODE_ROLE)
+        if node:
+            self.node_selected.emit(node)

@@ -1,0 +1,172 @@
+"""Tools: every tool call of every agent, with the arguments exactly as the
+LLM sent them and what came back. This is the view people miss most in
+other tools: what did the agent ask, and what did it get."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush
+from PySide6.QtWidgets import (
+    QLabel,
+    QSplitter,
+    QStackedWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .common import JsonTree, color, fmt_duration, hint_label, mono_font, preview
+from .model import ToolCallRecord
+
+if TYPE_CHECKING:
+    from .inspector import InspectorContext
+
+CALL_ROLE = Qt.ItemDataRole.UserRole + 20
+AGENT_ROLE = Qt.ItemDataRole.UserRole + 21
+COLUMNS = ["Tool", "Arguments (as the LLM sent them)", "Result", "Duration", "Caller id"]
+
+STATUS_TEXT = {"success": "✓ success", "error": "✕ error", "refused": "⊘ refused",
+               "running": "… running", "cancelled": "■ cancelled"}
+
+
+def result_text(call: ToolCallRecord) -> str:
+    if call.status == "success":
+        return preview(call.data, 120)
+    if call.status in ("error", "refused"):
+        return call.error or call.status
+    return STATUS_TEXT.get(call.status, call.status)
+
+
+class ToolsTab(QWidget):
+    node_selected = Signal(str)
+
+    def __init__(self, ctx: InspectorContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self._call_items: dict[str, QTreeWidgetItem] = {}
+        self._agent_items: dict[str, QTreeWidgetItem] = {}
+        self._mono = mono_font()
+
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels(COLUMNS)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        for col, width in enumerate((150, 360, 300, 80, 120)):
+            self.tree.setColumnWidth(col, width)
+        self.tree.currentItemChanged.connect(self._current_changed)
+        self.tree.itemClicked.connect(self._clicked)
+
+        self.detail_title = QLabel()
+        self.detail_title.setStyleSheet("font-weight: 600; padding: 6px 8px 2px 8px;")
+        self.detail = JsonTree()
+        detail_box = QWidget()
+        dl = QVBoxLayout(detail_box)
+        dl.setContentsMargins(0, 0, 0, 0)
+        dl.setSpacing(0)
+        dl.addWidget(self.detail_title)
+        dl.addWidget(self.detail, 1)
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self.tree)
+        split.addWidget(detail_box)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setSizes([820, 420])
+        self.empty = hint_label("No tool calls yet. Wire a node to an agent's tools port and run "
+                                "the flow: each call the LLM makes is listed here with its "
+                                "arguments and result.")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.empty)
+        self.stack.addWidget(split)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.stack)
+
+    def reset(self) -> None:
+        self.tree.clear()
+        self.detail.clear()
+        self.detail_title.clear()
+        self._call_items.clear()
+        self._agent_items.clear()
+        self.stack.setCurrentIndex(0)
+
+    def refresh(self) -> None:
+        for call in self.ctx.model.tool_calls.values():
+            item = self._call_items.get(call.caller_id)
+            if item is None:
+                item = QTreeWidgetItem(self._agent_item(call.agent))
+                item.setData(0, CALL_ROLE, call)
+                self._call_items[call.caller_id] = item
+                item.setFont(1, self._mono)
+                item.setFont(4, self._mono)
+            self._fill(item, call)
+        for agent, item in self._agent_items.items():
+            calls = [c for c in self.ctx.model.tool_calls.values() if c.agent == agent]
+            failed = sum(1 for c in calls if c.status in ("error", "refused"))
+            item.setText(1, f"{len(calls)} call{'s' if len(calls) != 1 else ''}"
+                         + (f", {failed} failed" if failed else ""))
+        if self._call_items:
+            self.stack.setCurrentIndex(1)
+        current = self.tree.currentItem()
+        if current is not None and current.data(0, CALL_ROLE) is not None:
+            self._current_changed(current)
+
+    def _agent_item(self, agent: str) -> QTreeWidgetItem:
+        item = self._agent_items.get(agent)
+        if item is None:
+            item = QTreeWidgetItem(self.tree)
+            item.setText(0, self.ctx.name_of(agent))
+            item.setToolTip(0, agent)
+            item.setData(0, AGENT_ROLE, agent)
+            font = item.font(0)
+            font.setBold(True)
+            item.setFont(0, font)
+            item.setFirstColumnSpanned(False)
+            item.setForeground(1, QBrush(color("muted")))
+            item.setExpanded(True)
+            self._agent_items[agent] = item
+        return item
+
+    def _fill(self, item: QTreeWidgetItem, call: ToolCallRecord) -> None:
+        item.setText(0, call.tool)
+        item.setToolTip(0, f"node: {self.ctx.name_of(call.node)}" if call.node else "")
+        item.setText(1, preview(call.args, 200))
+        item.setToolTip(1, preview(call.args, 2000))
+        item.setText(2, result_text(call))
+        item.setToolTip(2, STATUS_TEXT.get(call.status, call.status))
+        if call.status == "success":
+            item.setData(2, Qt.ItemDataRole.ForegroundRole, None)
+        else:
+            item.setForeground(2, QBrush(color(call.status)))
+        item.setText(3, fmt_duration(call.ms) if call.t1 is not None else "…")
+        item.setText(4, call.caller_id)
+        item.setData(2, Qt.ItemDataRole.DecorationRole, color(call.status))
+
+    def _current_changed(self, item: QTreeWidgetItem | None, _prev: object = None) -> None:
+        call: ToolCallRecord | None = item.data(0, CALL_ROLE) if item is not None else None
+        if call is None:
+            return
+        self.detail_title.setText(f"{call.tool}  ·  {STATUS_TEXT.get(call.status, call.status)}"
+                                  f"  ·  {fmt_duration(call.ms)}")
+        roots: list[tuple[str, object]] = [("arguments", call.args)]
+        if call.status == "success":
+            roots.append(("result", call.data))
+        elif call.status in ("error", "refused"):
+            roots.append((call.status, call.error))
+        roots.append(("call", {"caller_id": call.caller_id, "agent": call.agent,
+                               "node": call.node, "status": call.status}))
+        self.detail.set_roots(roots)
+
+    def _clicked(self, item: QTreeWidgetItem) -> None:
+        call: ToolCallRecord | None = item.data(0, CALL_ROLE)
+        if call is not None:
+            self.node_selected.emit(call.node or call.agent)
+        elif item.data(0, AGENT_ROLE):
+            self.node_selected.emit(item.data(0, AGENT_ROLE))
+
+    def calls_shown(self) -> list[ToolCallRecord]:
+        return [item.data(0, CALL_ROLE) for item in self._call_items.values()]
+
