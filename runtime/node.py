@@ -221,12 +221,17 @@ def is_secret_ref(value: Any) -> bool:
 class BoundParam:
     """A param of one node instance, with the flow's setting applied."""
 
-    __slots__ = ("name", "scope", "value", "path", "default", "spec")
+    __slots__ = ("name", "scope", "value", "path", "default", "spec", "null_is_value")
 
     def __init__(self, spec: ParamSpec, setting: ParamValue | None) -> None:
         self.spec = spec
         self.name = spec.name
         self.default = spec.default
+        # A json param explicitly set to null means null (inject a null
+        # payload); for other types null means "not set": the default.
+        self.null_is_value = (setting is not None and setting.scope is Scope.CUSTOM
+                              and spec.type is ParamType.JSON
+                              and "value" in setting.model_fields_set)
         if setting is None:
             self.scope = spec.default_scope
             self.value = spec.default
@@ -244,7 +249,7 @@ class BoundParam:
         if scope is Scope.CUSTOM:
             value = self.value
             if value is None:
-                return fallback
+                return None if self.null_is_value else fallback
             if self.spec.secret:
                 return resolve_secret(value, param=self.name)
             return value
