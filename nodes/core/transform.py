@@ -135,7 +135,16 @@ def _env():
     if _jinja_env is None:
         import jinja2
 
-        _jinja_env = jinja2.Environment(autoescape=False, undefined=jinja2.ChainableUndefined)
+        class MessageEnvironment(jinja2.Environment):
+            """Messages are JSON: in ``payload.items`` a key named items wins
+            over the dict method (plain Jinja2 returns dict.items)."""
+
+            def getattr(self, obj: Any, attribute: str) -> Any:
+                if isinstance(obj, dict) and attribute in obj:
+                    return obj[attribute]
+                return super().getattr(obj, attribute)
+
+        _jinja_env = MessageEnvironment(autoescape=False, undefined=jinja2.ChainableUndefined)
     return _jinja_env
 
 
