@@ -287,3 +287,11 @@ def test_a_secret_must_be_a_reference():
 
 def test_unset_optional_secret_is_none():
     assert make().password.get(Message.new()) is None
+
+
+def test_explicit_null_is_a_value_for_json_params_only():
+    n = make(params={"extra": {"scope": "custom", "value": None},
+                     "port": {"scope": "custom", "value": None}})
+    assert n.extra.get(Message.new(), default="fallback") is None
+    assert n.port.get(Message.new()) == 25
+    assert make().extra.get(Message.new(), default="fallback") == "fallback"
