@@ -102,12 +102,13 @@ class SendMail(Node):
                 mail, sender=_bare(sender), recipients=[_bare(r) for r in recipients],
                 hostname=host, port=port, username=username, password=password,
                 start_tls=bool(self.starttls.get()), timeout=SMTP_TIMEOUT)
+        except (aiosmtplib.SMTPConnectError, aiosmtplib.SMTPConnectTimeoutError, OSError) as exc:
+            reason = getattr(exc, "strerror", None) or _smtp_reason(exc)
+            raise NodeConfigError(f"SMTP {host}:{port}: cannot connect ({reason}); is a mail "
+                                  "server running there? To try a flow without one, set "
+                                  "delivery to 'outbox'") from None
         except aiosmtplib.SMTPException as exc:
             raise NodeConfigError(f"SMTP {host}:{port}: {_smtp_reason(exc)}") from None
-        except OSError as exc:
-            raise NodeConfigError(f"SMTP {host}:{port}: cannot connect ({exc.strerror or exc}); "
-                                  "is a mail server running there? For trying flows without one, "
-                                  "set delivery to 'outbox'") from None
         return [r for r in recipients if _bare(r) not in errors]
 
     def _write_outbox(self, mail: EmailMessage, mid: str) -> Path:

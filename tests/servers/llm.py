@@ -101,7 +101,8 @@ class LlmServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                       daemon=True)
 
     @property
     def openai_url(self) -> str:
@@ -113,7 +114,9 @@ class LlmServer:
 
     def _next(self, kind: str, body: dict, headers: dict, path: str) -> tuple[int, Any]:
         with self._lock:
-            self.requests.append({"kind": kind, "path": path, "headers": headers, "body": body})
+            self.requests.append({"kind": kind, "path": path,
+                                  "headers": {k.lower(): v for k, v in headers.items()},
+                                  "body": body})
             if callable(self.replies):
                 reply = self.replies(kind, body)
             elif self.replies:

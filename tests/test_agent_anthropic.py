@@ -1,0 +1,108 @@
+"""The agent through the real ``anthropic`` SDK, talking HTTP to a local
+server that speaks the messages API (tool_use / tool_result blocks)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.servers.flows import AI_SCOPE, agent_flow, fixed, run
+from tests.servers.llm import LlmServer, anthropic_reply, error_body
+from tests.servers.smtp import SmtpServer
+
+API_KEY = "sk-ant-test-K3Y-must-not-leak"
+
+pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
+
+
+@pytest.fixture
+def llm():
+    with LlmServer() as server:
+        yield server
+
+
+@pytest.fixture
+def smtp():
+    with SmtpServer() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+
+
+def anthropic_agent(llm: LlmServer, **extra) -> dict:
+    params = {"provider": fixed("anthropic"), "model": fixed("claude-test"),
+              "base_url": fixed(llm.anthropic_url), "instructions": fixed("You send mail."),
+              "max_tokens": fixed(512)}
+    params.update({k: fixed(v) for k, v in extra.items()})
+    return params
+
+
+def mail_tool(smtp: SmtpServer) -> dict:
+    return {"id": "mail", "type": "mail.send", "params": {
+        "to": AI_SCOPE, "subject": AI_SCOPE, "body": AI_SCOPE,
+        "sender": fixed("assistant@example.com"),
+        "smtp_host": fixed("127.0.0.1"), "smtp_port": fixed(smtp.port)}}
+
+
+async def test_parallel_tool_use_sends_real_mail(llm, smtp):
+    llm.replies = [
+        anthropic_reply("Sending both.", tool_calls=[
+            ("send_email", {"to": "ann@example.com", "subject": "Hi Ann", "body": "One"}),
+            ("send_email", {"to": "bob@example.com", "subject": "Hi Bob", "body": 2}),
+        ], usage=(50, 20)),
+        anthropic_reply("Mailed Ann; Bob's body was not text.", usage=(80, 9)),
+    ]
+    flow = agent_flow(anthropic_agent(llm), [mail_tool(smtp)], prompt="Mail Ann and Bob")
+    result, rec, _ = await run(flow)
+    assert result.status == "ok", rec.of("node.error")
+    assert [m["To"] for m in smtp.messages] == ["ann@example.com"]
+    assert smtp.messages[0]["From"] == "assistant@example.com"
+
+    first, second = (r["body"] for r in llm.requests)
+    assert llm.requests[0]["path"] == "/v1/messages"
+    headers = llm.requests[0]["headers"]  # the SDK sends the key in one of these
+    assert API_KEY in (headers.get("x-api-key"), headers.get("authorization", "")[7:])
+    assert first["system"] == "You send mail."
+    assert first["max_tokens"] == 512
+    assert first["messages"] == [{"role": "user", "content": "Mail Ann and Bob"}]
+    [tool] = first["tools"]
+    assert tool["name"] == "send_email"
+    assert set(tool["input_schema"]["properties"]) == {"to", "subject", "body"}
+    assert tool["input_schema"]["additionalProperties"] is False
+
+    # Both results go back in one user turn, matched to the tool_use ids.
+    assistant, results = second["messages"][1], second["messages"][2]
+    assert [b["type"] for b in assistant["content"]] == ["text", "tool_use", "tool_use"]
+    assert results["role"] == "user"
+    ids = [b["id"] for b in assistant["content"] if b["type"] == "tool_use"]
+    assert [b["tool_use_id"] for b in results["content"]] == ids
+    assert "is_error" not in results["content"][0]
+    assert json.loads(results["content"][0]["content"])["accepted"] == ["ann@example.com"]
+    assert results["content"][1]["is_error"] is True
+    assert "argument 'body'" in results["content"][1]["content"]
+
+    [msg] = rec.debug_values()
+    assert msg["payload"] == "Mailed Ann; Bob's body was not text."
+    assert msg["agent"]["usage"] == {"input_tokens": 130, "output_tokens": 29}
+    assert [c["status"] for c in msg["agent"]["tool_calls"]] == ["success", "refused"]
+    assert API_KEY not in rec.dump()
+
+
+async def test_overloaded_is_retried_then_fails_with_provider_and_status(llm):
+    llm.replies = [(529, error_body("anthropic", 529, "Overloaded")), anthropic_reply("ok")]
+    result, rec, _ = await run(agent_flow(anthropic_agent(llm), []))
+    assert result.status == "ok", rec.of("node.error")
+    assert rec.debug_values()[0]["payload"] == "ok"
+
+    llm.requests.clear()
+    llm.replies = lambda kind, body: (500, error_body(kind, 500, "Internal server error"))
+    result, rec, _ = await run(agent_flow(anthropic_agent(llm, retries=1), []))
+    assert result.status == "error"
+    message = rec.of("node.error")[0].message
+    assert message.startswith("anthropic: HTTP 500: Internal server error")
+    assert len(llm.requests) == 2
+    assert API_KEY not in rec.dump()

