@@ -1,0 +1,604 @@
+"""One row of the properties form per parameter: who supplies the value
+(scope switch) and the editor for that source.
+
+Rows never touch the flow themselves: they emit the ParamValue the user
+asked for and the panel pushes it as a SetParam command. ``sync`` shows
+the model's state; every editor ignores a sync that means what it already
+shows, so typing is never disturbed by its own round trip through the
+model, while undo updates the editors."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from runtime.spec import ParamSpec, ParamType, ParamValue, Scope
+
+from .json_editor import INVALID, AutoHeightText, JsonEditor, format_json, mono_font
+
+# Small accents only; everything else comes from the palette.
+AI_COLOR = "#7c5cdb"
+MESSAGE_COLOR = "#14958a"
+
+SCOPE_ORDER = (Scope.AI, Scope.CUSTOM, Scope.MESSAGE)
+SCOPE_LABELS = {Scope.AI: "AI", Scope.CUSTOM: "Custom", Scope.MESSAGE: "Message"}
+SCOPE_TIPS = {
+    Scope.AI: "The AI fills this in when it calls this node as a tool",
+    Scope.CUSTOM: "A fixed value you set here; the AI cannot change it",
+    Scope.MESSAGE: "Read from the incoming message at a path",
+}
+NOT_ALLOWED_TIPS = {
+    Scope.AI: "The node's author did not allow AI for this parameter",
+    Scope.CUSTOM: "The node's author did not allow a fixed value for this parameter",
+    Scope.MESSAGE: "The node's author did not allow reading this parameter from the message",
+}
+SECRET_AI_TIP = ("A secret names an environment variable or keyring entry that you choose; "
+                 "neither the AI nor a message may pick it")
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _repolish(widget: QWidget) -> None:
+    widget.style().unpolish(widget)
+    widget.style().polish(widget)
+
+
+def _muted_label(text: str = "", parent: QWidget | None = None) -> QLabel:
+    label = QLabel(text, parent)
+    label.setObjectName("muted")
+    label.setWordWrap(True)
+    return label
+
+
+# -- scope switch --------------------------------------------------------------
+
+class ScopeSwitch(QWidget):
+    """Segmented buttons AI | Custom | Message. Scopes the node's author did
+    not allow are shown disabled, with a tooltip that says why."""
+
+    scope_picked = Signal(object)  # Scope
+
+    def __init__(self, spec: ParamSpec, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("scopeSwitch")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        self.group = QButtonGroup(self)
+        self.group.setExclusive(True)
+        self.buttons: dict[Scope, QToolButton] = {}
+        for i, scope in enumerate(SCOPE_ORDER):
+            b = QToolButton(self)
+            b.setObjectName("scopeButton")
+            b.setText(SCOPE_LABELS[scope])
+            b.setProperty("scope", scope.value)
+            b.setProperty("pos", "first" if i == 0 else "last" if i == 2 else "mid")
+            b.setCheckable(True)
+            b.setFocusPolicy(Qt.FocusPolicy.TabFocus)
+            b.setCursor(Qt.CursorShape.PointingHandCursor)
+            allowed = spec.allows(scope)
+            b.setEnabled(allowed)
+            if allowed:
+                b.setToolTip(SCOPE_TIPS[scope])
+            else:
+                b.setToolTip(SECRET_AI_TIP if spec.secret else NOT_ALLOWED_TIPS[scope])
+            self.group.addButton(b)
+            layout.addWidget(b)
+            self.buttons[scope] = b
+            b.clicked.connect(lambda _=False, s=scope: self.scope_picked.emit(s))
+
+    def scope(self) -> Scope | None:
+        for scope, b in self.buttons.items():
+            if b.isChecked():
+                return scope
+        return None
+
+    def set_scope(self, scope: Scope) -> None:
+        self.buttons[scope].setChecked(True)
+
+
+# -- value editors (scope custom) ---------------------------------------------
+
+class ValueEditor(QWidget):
+    """Base: ``value_changed(value)`` with the parsed value, None = unset
+    (the spec default applies)."""
+
+    value_changed = Signal(object)
+    #: Whether consecutive edits merge into one undo step (typing does).
+    merge = True
+
+    def __init__(self, spec: ParamSpec, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.spec = spec
+        self.layout_ = QVBoxLayout(self)
+        self.layout_.setContentsMargins(0, 0, 0, 0)
+        self.layout_.setSpacing(3)
+
+    def value(self) -> Any:
+        raise NotImplementedError
+
+    def set_value(self, value: Any) -> None:
+        raise NotImplementedError
+
+    def placeholder(self) -> str:
+        s = self.spec
+        if s.has_default and s.default not in (None, ""):
+            d = s.default
+            return d if isinstance(d, str) else format_json(d)
+        if s.optional or (s.has_default and s.default == ""):
+            return "optional"
+        return ""
+
+
+class TextEditor(ValueEditor):
+    def __init__(self, spec: ParamSpec, parent: QWidget | None = None) -> None:
+        super().__init__(spec, parent)
+        self.edit = QLineEdit(self)
+        self.edit.setPlaceholderText(self.placeholder())
+        self.edit.setClearButtonEnabled(False)
+        self.layout_.addWidget(self.edit)
+        self.edit.textEdited.connect(lambda t: self.value_changed.emit(t or None))
+
+    def value(self) -> Any:
+        return self.edit.text() or None
+
+    def set_value(self, value: Any) -> None:
+        text = "" if value is None else str(value)
+        if self.edit.text() != text:
+            self.edit.setText(text)
+
+
+class MultilineEditor(ValueEditor):
+    """Templates and other long text: a monospace box that grows a little."""
+
+    def __init__(self, spec: ParamSpec, parent: QWidget | None = None) -> None:
+        super().__init__(spec, parent)
+        self.edit = AutoHeightText(self, 3, 14)
+        self.edit.setFont(mono_font())
+        self.edit.setTabChangesFocus(True)
+        self.edit.setPlaceholderText(self.placeholder())
+        self.layout_.addWidget(self.edit)
+        self.edit.textChanged.connect(lambda: self.value_changed.emit(self.value()))
+
+    def value(self) -> Any:
+        return self.edit.toPlainText() or None
+
+    def set_value(self, value: Any) -> None:
+        text = "" if value is None else str(value)
+        if self.edit.toPlainText() != text:
+            self.edit.blockSignals(True)
+            self.edit.setPlainText(text)
+            self.edit.blockSignals(False)
+            self.edit.refit()
+
+
+class NumberEditor(ValueEditor):
+    """A line edit rather than a spin box, so that "unset" (placeholder =
+    default) and optional numbers are possible. Text that is not a number
+    is not applied."""
+
+    def __init__(self, spec: ParamSpec, parent: QWidget | None = None) -> None:
+        super().__init__(spec, parent)
+        self.is_int = spec.type is ParamType.INT
+        self.edit = QLineEdit(self)
+        self.edit.setPlaceholderText(self.placeholder())
+        self.edit.setMaximumWidth(180)
+        self.error = _muted_label("", self)
+        self.error.setObjectName("fieldError")
+        self.error.hide()
+        self.layout_.addWidget(self.edit)
+        self.layout_.addWidget(self.error)
+        self.edit.textEdited.connect(self._on_edit)
+
+    def _parse(self, text: str) -> Any:
+        text = text.strip().replace("_", "")
+        if not text:
+            return None
+        try:
+            return int(text) if self.is_int else float(text)
+        except ValueError:
+            return INVALID
+
+    def value(self) -> Any:
+        return self._parse(self.edit.text())
+
+    def _on_edit(self, text: str) -> None:
+        value = self._parse(text)
+        bad = value is INVALID or (isinstance(value, float) and value != value)
+        self.error.setText("Enter a whole number" if self.is_int else "Enter a number")
+        self.error.setVisible(bad)
+        self.edit.setProperty("invalid", bad)
+        _repolish(self.edit)
+        if not bad:
+            self.value_changed.emit(value)
+
+    def set_value(self, value: Any) -> None:
+        current = self.value()
+        if current is not INVALID and current == value and type(current) is type(value):
+            return
+        if current is not INVALID and value is not None and current == value:
+            return  # "2" shown for 2.0: same number
+        self.edit.setText("" if value is None else repr(value) if isinstance(value, float)
+                          else str(value))
+        self.error.hide()
+        self.edit.setProperty("invalid", False)
+        _repolish(self.edit)
+
+
+class BoolEditor(ValueEditor):
+    def __init__(self, spec: ParamSpec, parent: QWidget | None = None) -> None:
+        super().__init__(spec, parent)
+        self.box = QCheckBox(self)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.box)
+        row.addStretch(1)
+        self.layout_.addLayout(row)
+        self.box.clicked.connect(lambda checked: self.value_changed.emit(bool(checked)))
+        self.box.toggled.connect(self._label)
+        self._label(False)
+
+    def _label(self, checked: bool) -> None:
+        self.box.setText("On" if checked else "Off")
+
+    def value(self) -> Any:
+        return self.box.isChecked()
+
+    def set_value(self, value: Any) -> None:
+        if value is None:
+            value = bool(self.spec.default)
+        self.box.setChecked(bool(value))
+        self._label(bool(value))
+
+
+class EnumEditor(ValueEditor):
+    def __init__(self, spec: ParamSpec, parent: QWidget | None = None) -> None:
+        super().__init__(spec, parent)
+        self.combo = QComboBox(self)
+        self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.combo.setMinimumWidth(140)
+        self.choices = list(spec.choices or [])
+        self.unset_item = not spec.has_default
+        if self.unset_item:
+            self.combo.addItem("(not set)", None)
+        for c in self.choices:
+            label = f"{c}  (default)" if spec.has_default and c == spec.default else c
+            self.combo.addItem(label, c)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.combo)
+        row.addStretch(1)
+        self.layout_.addLayout(row)
+        self.combo.activated.connect(lambda i: self.value_changed.emit(self.combo.itemData(i)))
+
+    def value(self) -> Any:
+        return self.combo.currentData()
+
+    def set_value(self, value: Any) -> None:
+        if value is None and self.spec.has_default:
+            value = self.spec.default
+        i = self.combo.findData(value)
+        if i < 0 and value is not None:
+            # A value the spec does not list (an old flow): show it, the
+            # validator reports it.
+            self.combo.addItem(f"{value}  (not a choice)", value)
+            i = self.combo.count() - 1
+        self.combo.setCurrentIndex(max(i, 0))
+
+
+class SecretEditor(ValueEditor):
+    """A secret is a reference: an environment variable name, or a keyring
+    service and user. There is deliberately no field for the secret itself."""
+
+    merge = False  # each finished field is its own step
+
+    def __init__(self, spec: ParamSpec, parent: QWidget | None = None) -> None:
+        super().__init__(spec, parent)
+        self.kind = QComboBox(self)
+        self.kind.addItem("Environment variable", "env")
+        self.kind.addItem("Keyring entry", "keyring")
+        self.env = QLineEdit(self)
+        self.env.setPlaceholderText("Variable name, e.g. SMTP_PASSWORD")
+        self.service = QLineEdit(self)
+        self.service.setPlaceholderText("Keyring service, e.g. switchboard-smtp")
+        self.username = QLineEdit(self)
+        self.username.setPlaceholderText("User name in the keyring")
+        for e in (self.env, self.service, self.username):
+            e.setFont(mono_font())
+        self.status = _muted_label("", self)
+        self.note = _muted_label("Only this name is saved in the flow, never the secret.", self)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.kind)
+        row.addStretch(1)
+        self.layout_.addLayout(row)
+        for w in (self.env, self.service, self.username, self.status, self.note):
+            self.layout_.addWidget(w)
+        self.kind.activated.connect(self._on_kind)
+        # Applied when editing finishes, not per keystroke: someone who types
+        # the secret itself here by mistake must not leave a prefix of it in
+        # the flow on the way to the refusal.
+        for e in (self.env, self.service, self.username):
+            e.textEdited.connect(self._update_status)
+            e.editingFinished.connect(self._on_edit)
+        self._show_kind("env")
+
+    def _show_kind(self, kind: str) -> None:
+        self.env.setVisible(kind == "env")
+        self.service.setVisible(kind == "keyring")
+        self.username.setVisible(kind == "keyring")
+        self._update_status()
+
+    def _on_kind(self, _index: int) -> None:
+        self._show_kind(self.kind.currentData())
+        value = self.value()
+        if value is not INVALID:
+            self.value_changed.emit(value)
+
+    def _on_edit(self) -> None:
+        self._update_status()
+        value = self.value()
+        if value is not INVALID:
+            self.value_changed.emit(value)
+
+    def _update_status(self, _text: str = "") -> None:
+        if self.kind.currentData() == "env":
+            name = self.env.text().strip()
+            if not name:
+                self.status.setText("")
+            elif not _ENV_NAME.match(name):
+                self.status.setText("Not applied: a variable name has only letters, digits "
+                                    "and _. Enter the variable's name, not the secret.")
+            elif name != name.upper():
+                self.status.setText("Variable names are usually UPPER_CASE: is this the name "
+                                    "of the variable, not the secret itself?")
+            elif name in os.environ:
+                self.status.setText(f"✓ {name} is set in this environment")
+            else:
+                self.status.setText(f"{name} is not set in this environment; "
+                                    "set it before you run the flow")
+        else:
+            self.status.setText("")
+        self.status.setVisible(bool(self.status.text()))
+
+    def value(self) -> Any:
+        if self.kind.currentData() == "env":
+            name = self.env.text().strip()
+            if not name:
+                return None
+            return {"env": name} if _ENV_NAME.match(name) else INVALID
+        service = self.service.text().strip()
+        if not service:
+            return None
+        return {"keyring": service, "username": self.username.text().strip()}
+
+    def set_value(self, value: Any) -> None:
+        if self.value() == value:
+            return
+        if isinstance(value, dict) and "keyring" in value:
+            self.kind.setCurrentIndex(1)
+            self.service.setText(str(value.get("keyring", "")))
+            self.username.setText(str(value.get("username", "")))
+        else:
+            env = value.get("env", "") if isinstance(value, dict) else ""
+            if value is None and self.kind.currentData() == "keyring":
+                self.service.clear()
+                self.username.clear()
+            else:
+                self.kind.setCurrentIndex(0)
+                self.env.setText(str(env))
+        self._show_kind(self.kind.currentData())
+
+
+class JsonValueEditor(ValueEditor):
+    def __init__(self, spec: ParamSpec, parent: QWidget | None = None) -> None:
+        super().__init__(spec, parent)
+        placeholder = spec.default if spec.has_default and spec.default not in (None, "") else None
+        self.editor = JsonEditor(placeholder, self)
+        self.layout_.addWidget(self.editor)
+        self.editor.value_changed.connect(self.value_changed)
+
+    def value(self) -> Any:
+        return self.editor.value()
+
+    def set_value(self, value: Any) -> None:
+        self.editor.set_value(value)
+
+
+def make_value_editor(spec: ParamSpec, parent: QWidget | None = None) -> ValueEditor:
+    t = spec.type
+    if t is ParamType.SECRET or spec.secret:
+        return SecretEditor(spec, parent)
+    if t is ParamType.ENUM:
+        return EnumEditor(spec, parent)
+    if t is ParamType.BOOL:
+        return BoolEditor(spec, parent)
+    if t in (ParamType.INT, ParamType.FLOAT):
+        return NumberEditor(spec, parent)
+    if t is ParamType.JSON:
+        return JsonValueEditor(spec, parent)
+    if spec.multiline:
+        return MultilineEditor(spec, parent)
+    return TextEditor(spec, parent)
+
+
+# -- one param -------------------------------------------------------------------
+
+class ParamRow(QWidget):
+    """Label, scope switch, the editor of the current scope, help and problems.
+
+    ``changed(ParamValue | None, merge)``: what the param should become; None
+    removes it from the flow (the spec default applies)."""
+
+    changed = Signal(object, bool)
+
+    def __init__(self, spec: ParamSpec, *, show_scope: bool, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.spec = spec
+        self.setObjectName("paramRow")
+        self._scope = spec.default_scope
+        # What each scope held last, so flipping AI -> Custom -> AI gets back
+        # the value and description the user had typed.
+        self._last_value: Any = None
+        self._last_path: str | None = None
+        self._last_desc: str | None = None
+
+        self.label = QLabel(spec.label, self)
+        self.label.setObjectName("paramLabel")
+        self.label.setToolTip(f"{spec.name} ({spec.type.value})")
+        self.marker = QLabel(self)
+        self.marker.setObjectName("requiredMarker" if spec.required else "muted")
+        self.marker.setText("required" if spec.required else
+                            "optional" if spec.optional else "")
+        self.marker.setToolTip("The node needs a value for this parameter" if spec.required
+                               else "")
+        self.switch = ScopeSwitch(spec, self)
+        self.switch.setVisible(show_scope)
+        if not show_scope:
+            only = spec.allowed_scopes[0] if spec.allowed_scopes else Scope.CUSTOM
+            self.label.setToolTip(f"{spec.name}: {SCOPE_TIPS[only].lower()} (the only source "
+                                  "the node's author allows)")
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 0, 0)
+        top.setSpacing(6)
+        top.addWidget(self.label)
+        top.addWidget(self.marker)
+        top.addStretch(1)
+        top.addWidget(self.switch)
+
+        # Custom
+        self.value_editor = make_value_editor(spec, self)
+        # Message
+        self.message_box = QWidget(self)
+        mrow = QHBoxLayout(self.message_box)
+        mrow.setContentsMargins(0, 0, 0, 0)
+        mrow.setSpacing(4)
+        prefix = QLabel("msg.", self.message_box)
+        prefix.setObjectName("pathPrefix")
+        prefix.setFont(mono_font())
+        self.path_edit = QLineEdit(self.message_box)
+        self.path_edit.setObjectName("pathEdit")
+        self.path_edit.setFont(mono_font())
+        self.path_edit.setPlaceholderText(spec.default_path or spec.name)
+        self.path_edit.setToolTip("A dotted path into the incoming message, e.g. payload.email "
+                                  "or items[0].name")
+        mrow.addWidget(prefix)
+        mrow.addWidget(self.path_edit, 1)
+        # AI
+        self.ai_box = QWidget(self)
+        self.ai_box.setObjectName("aiBox")
+        arow = QVBoxLayout(self.ai_box)
+        arow.setContentsMargins(0, 0, 0, 0)
+        arow.setSpacing(2)
+        self.ai_desc = QLineEdit(self.ai_box)
+        self.ai_desc.setObjectName("aiDescription")
+        self.ai_desc.setPlaceholderText(spec.description or "Description for the AI (optional)")
+        self.ai_desc.setToolTip("What the AI is told about this argument. Empty: the node's "
+                                "own description, shown greyed out.")
+        self.ai_hint = QLabel("The AI supplies the value; this text tells it what to put.", self.ai_box)
+        self.ai_hint.setObjectName("aiHint")
+        self.ai_hint.setWordWrap(True)
+        arow.addWidget(self.ai_desc)
+        arow.addWidget(self.ai_hint)
+
+        self.help = _muted_label(spec.description, self)
+        self.help.setVisible(bool(spec.description))
+        self.problem = QLabel(self)
+        self.problem.setObjectName("fieldError")
+        self.problem.setWordWrap(True)
+        self.problem.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.problem.hide()
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        layout.addLayout(top)
+        for w in (self.value_editor, self.message_box, self.ai_box, self.help, self.problem):
+            layout.addWidget(w)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+
+        self.switch.scope_picked.connect(self._on_scope)
+        self.value_editor.value_changed.connect(self._on_value)
+        self.path_edit.textEdited.connect(self._on_path)
+        self.ai_desc.textEdited.connect(self._on_desc)
+        self._show_scope(self._scope)
+
+    # -- model -> row --------------------------------------------------------------
+    def sync(self, setting: ParamValue | None) -> None:
+        spec = self.spec
+        scope = setting.scope if setting else spec.default_scope
+        self._scope = scope
+        self.switch.set_scope(scope)
+        self._show_scope(scope)
+        if scope is Scope.CUSTOM:
+            value = setting.value if setting else None
+            self._last_value = value
+            self.value_editor.set_value(value)
+        elif scope is Scope.MESSAGE:
+            path = setting.path if setting else None
+            self._last_path = path or self._last_path
+            if (self.path_edit.text() or None) != path:
+                self.path_edit.setText(path or "")
+        else:
+            desc = setting.description if setting else None
+            self._last_desc = desc or self._last_desc
+            if (self.ai_desc.text() or None) != desc:
+                self.ai_desc.setText(desc or "")
+
+    def _show_scope(self, scope: Scope) -> None:
+        self.value_editor.setVisible(scope is Scope.CUSTOM)
+        self.message_box.setVisible(scope is Scope.MESSAGE)
+        self.ai_box.setVisible(scope is Scope.AI)
+        self.setProperty("scope", scope.value)
+        # With AI the description field says it all; elsewhere the help text.
+        self.help.setVisible(bool(self.spec.description) and scope is not Scope.AI)
+
+    def set_problems(self, messages: list[str]) -> None:
+        self.problem.setText("\n".join(messages))
+        self.problem.setVisible(bool(messages))
+
+    # -- row -> model --------------------------------------------------------------
+    def _on_scope(self, scope: Scope) -> None:
+        if scope is self._scope:
+            return
+        if scope is Scope.CUSTOM:
+            if self._last_value is None and self.spec.default_scope is Scope.CUSTOM:
+                new = None
+            else:
+                new = ParamValue(scope=Scope.CUSTOM, value=self._last_value)
+        elif scope is Scope.MESSAGE:
+            path = self._last_path or self.spec.default_path or self.spec.name
+            new = ParamValue(scope=Scope.MESSAGE, path=path)
+        else:
+            new = ParamValue(scope=Scope.AI, description=self._last_desc or None)
+        self.changed.emit(new, False)
+
+    def _on_value(self, value: Any) -> None:
+        self._last_value = value
+        if value is None and self.spec.default_scope is Scope.CUSTOM:
+            self.changed.emit(None, self.value_editor.merge)
+        else:
+            self.changed.emit(ParamValue(scope=Scope.CUSTOM, value=value), self.value_editor.merge)
+
+    def _on_path(self, text: str) -> None:
+        self._last_path = text.strip() or None
+        self.changed.emit(ParamValue(scope=Scope.MESSAGE, path=text.strip() or None), True)
+
+    def _on_desc(self, text: str) -> None:
+        self._last_desc = text or None
+        self.changed.emit(ParamValue(scope=Scope.AI, description=text or None), True)

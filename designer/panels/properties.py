@@ -1,0 +1,851 @@
+"""The properties panel: a form generated from the selected node's spec.
+
+For each param the designer picks who supplies the value (AI, a fixed
+Custom value, or the incoming Message) and edits it; for an agent the panel
+shows, live, the tools and JSON schemas its LLM will see.
+
+The panel is a view: every edit is a command on the document's undo stack
+(designer.commands) and the editors follow the document's signals. The form
+is built once per selected node; later changes (typing, undo, a scope flip,
+wires coming and going) update the widgets in place, so focus and cursor
+survive while the user types."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from PySide6.QtCore import QEvent, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QGuiApplication, QPainter, QPalette
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QScrollArea,
+    QSizePolicy,
+    QStackedWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from designer.commands import RenameNode, SetDisabled, SetParam, SetToolOverride
+from designer.document import FlowDocument
+from runtime.flow import Problem, ToolOverride, tool_name
+from runtime.spec import JSON_TYPES, NodeSpec, ParamType, Scope
+
+from .json_editor import AutoHeightText, format_json, mono_font
+from .param_editors import AI_COLOR, MESSAGE_COLOR, ParamRow
+
+TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+# -- what the LLM sees ---------------------------------------------------------
+
+def agent_functions(doc: FlowDocument, agent_id: str) -> tuple[list[dict], list[str], str]:
+    """(functions in OpenAI format, their node ids, error text) for one agent:
+    the same code path as ``switchboard tools`` when runtime.tools is there."""
+    try:
+        from runtime.tools import agent_tools
+    except ImportError:
+        return _fallback_functions(doc, agent_id), doc.tool_nodes(agent_id), ""
+    try:
+        tools = agent_tools(doc.flow, agent_id, doc.registry)
+    except Exception as exc:  # a bad tool name: say so instead of a preview
+        return [], [], str(exc)
+    return [t.function for t in tools], [t.node_id for t in tools], ""
+
+
+def node_function(doc: FlowDocument, node_id: str) -> tuple[dict | None, str]:
+    """One tool node's function entry as its agents would send it."""
+    spec, fnode = doc.spec(node_id), doc.node(node_id)
+    if spec is None or fnode is None or spec.tool is None:
+        return None, ""
+    try:
+        from runtime.tools import build_tool
+    except ImportError:
+        return _fallback_function(spec, fnode), ""
+    try:
+        return build_tool(spec, fnode).function, ""
+    except Exception as exc:
+        return None, str(exc)
+
+
+def _fallback_function(spec: NodeSpec, fnode: Any) -> dict:
+    """Used only if runtime.tools is missing: the AI params as a schema."""
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for p in spec.params:
+        setting = fnode.params.get(p.name)
+        scope = setting.scope if setting else p.default_scope
+        if scope is not Scope.AI or not p.allows(Scope.AI) or p.secret:
+            continue
+        prop: dict[str, Any] = {}
+        if JSON_TYPES.get(p.type):
+            prop["type"] = JSON_TYPES[p.type]
+        if p.type is ParamType.ENUM and p.choices:
+            prop["enum"] = list(p.choices)
+        desc = (setting.description if setting else None) or p.description
+        if desc:
+            prop["description"] = desc
+        props[p.name] = prop
+        if p.required:
+            required.append(p.name)
+    name = tool_name(spec, fnode) or ""
+    desc = (fnode.tool.description if fnode.tool else None) or (spec.tool.description
+                                                                if spec.tool else "")
+    return {"type": "function", "function": {
+        "name": name, "description": desc,
+        "parameters": {"type": "object", "properties": props, "required": required,
+                       "additionalProperties": False}}}
+
+
+def _fallback_functions(doc: FlowDocument, agent_id: str) -> list[dict]:
+    out = []
+    for nid in doc.tool_nodes(agent_id):
+        spec, fnode = doc.spec(nid), doc.node(nid)
+        if spec and fnode and spec.tool and not fnode.disabled:
+            out.append(_fallback_function(spec, fnode))
+    return out
+
+
+def hidden_params(doc: FlowDocument, node_id: str) -> tuple[list[str], list[str]]:
+    """(custom, message) param names of a tool node: what the AI cannot touch."""
+    spec, fnode = doc.spec(node_id), doc.node(node_id)
+    custom: list[str] = []
+    message: list[str] = []
+    if spec is None or fnode is None:
+        return custom, message
+    for p in spec.params:
+        setting = fnode.params.get(p.name)
+        scope = setting.scope if setting else p.default_scope
+        if scope is Scope.CUSTOM:
+            custom.append(p.name)
+        elif scope is Scope.MESSAGE:
+            message.append(p.name)
+    return custom, message
+
+
+# -- styling -----------------------------------------------------------------------
+
+def _is_dark(palette: QPalette) -> bool:
+    return palette.color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def panel_style(dark: bool) -> str:
+    error = "#ef6b6b" if dark else "#c93c3c"
+    warning = "#f0a73a" if dark else "#a8660a"
+    ai_soft = "rgba(124, 92, 219, 0.22)" if dark else "rgba(124, 92, 219, 0.10)"
+    msg_soft = "rgba(20, 149, 138, 0.24)" if dark else "rgba(20, 149, 138, 0.10)"
+    ai_text = "#b9a6f5" if dark else "#5b3fc4"
+    return f"""
+#propertiesPanel, #propertiesPage {{ background: palette(window); }}
+QLabel#muted, QLabel#pathPrefix {{ color: palette(placeholder-text); }}
+QLabel#nodeTitle {{ font-size: 15px; font-weight: 600; }}
+QLabel#nodeType {{ color: palette(placeholder-text); }}
+QLabel#sectionTitle {{ color: palette(placeholder-text); font-size: 11px; font-weight: 600;
+    letter-spacing: 0.5px; padding-top: 4px; }}
+QFrame#sectionRule {{ color: palette(mid); background: palette(mid); max-height: 1px;
+    border: none; }}
+QLabel#paramLabel {{ font-weight: 600; }}
+QLabel#requiredMarker {{ color: {warning}; font-size: 11px; }}
+QLabel#fieldError {{ color: {error}; }}
+QLabel#fieldWarning {{ color: {warning}; }}
+QLabel#aiHint {{ color: {ai_text}; font-size: 11px; }}
+QLineEdit#aiDescription {{ border-left: 3px solid {AI_COLOR}; }}
+QLineEdit#pathEdit {{ border-left: 3px solid {MESSAGE_COLOR}; }}
+QLineEdit[invalid="true"] {{ border: 1px solid {error}; }}
+QLabel#jsonStatus {{ color: palette(placeholder-text); font-size: 11px; }}
+QLabel#jsonStatus[state="error"] {{ color: {error}; }}
+QPlainTextEdit {{ background: palette(base); border: 1px solid palette(mid);
+    border-radius: 6px; padding: 3px; }}
+QPlainTextEdit:focus {{ border-color: palette(highlight); }}
+QFrame#problemBanner {{ border: 1px solid {error}; border-radius: 6px; }}
+QFrame#problemBanner[severity="warning"] {{ border-color: {warning}; }}
+QLabel#problemItem {{ color: palette(window-text); }}
+QToolButton#scopeButton {{ border: 1px solid palette(mid); border-radius: 0px;
+    padding: 2px 9px; margin: 0px; background: palette(base); color: palette(window-text);
+    font-size: 11px; }}
+QToolButton#scopeButton[pos="first"] {{ border-top-left-radius: 6px;
+    border-bottom-left-radius: 6px; }}
+QToolButton#scopeButton[pos="mid"] {{ border-left: none; border-right: none; }}
+QToolButton#scopeButton[pos="last"] {{ border-top-right-radius: 6px;
+    border-bottom-right-radius: 6px; }}
+QToolButton#scopeButton:hover {{ background: palette(alternate-base); }}
+QToolButton#scopeButton:disabled {{ color: palette(mid); background: palette(window); }}
+QToolButton#scopeButton:checked {{ background: palette(mid); font-weight: 600; }}
+QToolButton#scopeButton[scope="ai"]:checked {{ background: {AI_COLOR}; color: #ffffff;
+    border-color: {AI_COLOR}; }}
+QToolButton#scopeButton[scope="message"]:checked {{ background: {MESSAGE_COLOR};
+    color: #ffffff; border-color: {MESSAGE_COLOR}; }}
+QFrame#toolCard {{ background: palette(base); border: 1px solid palette(mid);
+    border-radius: 8px; }}
+QLabel#toolName {{ font-weight: 600; }}
+QLabel#chipAi {{ background: {ai_soft}; color: {ai_text}; border-radius: 4px;
+    padding: 1px 6px; }}
+QLabel#chipMessage {{ background: {msg_soft}; border-radius: 4px; padding: 1px 6px; }}
+QLabel#emptyTitle {{ font-size: 15px; font-weight: 600; }}
+"""
+
+
+def _section(title: str, parent: QWidget) -> QWidget:
+    box = QWidget(parent)
+    layout = QVBoxLayout(box)
+    layout.setContentsMargins(0, 8, 0, 2)
+    layout.setSpacing(4)
+    rule = QFrame(box)
+    rule.setObjectName("sectionRule")
+    rule.setFrameShape(QFrame.Shape.HLine)
+    label = QLabel(title.upper(), box)
+    label.setObjectName("sectionTitle")
+    layout.addWidget(rule)
+    layout.addWidget(label)
+    return box
+
+
+def _label(text: str, name: str, parent: QWidget, *, wrap: bool = True) -> QLabel:
+    label = QLabel(text, parent)
+    label.setObjectName(name)
+    label.setWordWrap(wrap)
+    return label
+
+
+class IconBadge(QWidget):
+    """The node's icon on its category colour, as on the canvas."""
+
+    def __init__(self, spec: NodeSpec, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.spec = spec
+        self.setFixedSize(QSize(36, 36))
+
+    def paintEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        color = QColor(self.spec.color or self.palette().color(QPalette.ColorRole.Mid))
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(color)
+        p.drawRoundedRect(QRectF(self.rect()), 8, 8)
+        try:
+            from designer import icons
+
+            pm = icons.pixmap(self.spec.icon or "generic", "#ffffff", 20, self.devicePixelRatioF())
+            p.drawPixmap(8, 8, pm)
+        except Exception:  # no icon set: the first letter will do
+            p.setPen(QColor("#ffffff"))
+            font = QFont(self.font())
+            font.setBold(True)
+            font.setPixelSize(16)
+            p.setFont(font)
+            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, (self.spec.name or "?")[0])
+        p.end()
+
+
+# -- the form of one node -----------------------------------------------------------
+
+class NodeForm(QWidget):
+    """Built once for one node; ``sync`` and ``refresh_live`` update it."""
+
+    def __init__(self, doc: FlowDocument, node_id: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("propertiesPage")
+        self.doc, self.node_id = doc, node_id
+        spec = doc.spec(node_id)
+        fnode = doc.node(node_id)
+        assert spec is not None and fnode is not None
+        self.spec = spec
+        self.rows: dict[str, ParamRow] = {}
+        self._shown_name: str | None = None
+        self._shown_tool: tuple[str | None, str | None] | None = None
+        self._preview_text: str | None = None
+        self._tool_text: str | None = None
+        self.functions: list[dict] = []
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(14, 12, 14, 16)
+        layout.setSpacing(10)
+        self._build_header(layout)
+        self._build_problems(layout)
+        self._build_node_fields(layout)
+        if spec.params:
+            layout.addWidget(_section("Parameters", self))
+            for p in spec.params:
+                show_scope = len(p.allowed_scopes) > 1 or spec.tool is not None
+                row = ParamRow(p, show_scope=show_scope, parent=self)
+                row.changed.connect(lambda value, merge, name=p.name:
+                                    self._push_param(name, value, merge))
+                self.rows[p.name] = row
+                layout.addWidget(row)
+        self.tool_box: QWidget | None = None
+        if spec.tool is not None:
+            self._build_tool(layout)
+        self.preview_box: QWidget | None = None
+        if spec.has_tools_port:
+            self._build_preview(layout)
+        if spec.results:
+            self._build_outputs(layout)
+        layout.addStretch(1)
+        self.sync()
+        self.refresh_live()
+        self.set_problems(doc.problems_for(node_id))
+
+    # -- building ---------------------------------------------------------------
+    def _build_header(self, layout: QVBoxLayout) -> None:
+        spec = self.spec
+        head = QHBoxLayout()
+        head.setSpacing(10)
+        head.addWidget(IconBadge(spec, self), 0, Qt.AlignmentFlag.AlignTop)
+        titles = QVBoxLayout()
+        titles.setSpacing(1)
+        self.title = _label(spec.name, "nodeTitle", self)
+        kind = f"{spec.type} · {spec.category}" + (" · tool" if spec.tool else "") + \
+            (" · agent" if spec.has_tools_port else "")
+        self.type_label = _label(kind, "nodeType", self)
+        self.type_label.setToolTip(spec.type)
+        titles.addWidget(self.title)
+        titles.addWidget(self.type_label)
+        head.addLayout(titles, 1)
+        layout.addLayout(head)
+        if spec.description:
+            desc = _label(_doc_html(spec.description), "muted", self)
+            desc.setTextFormat(Qt.TextFormat.RichText)
+            desc.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            layout.addWidget(desc)
+
+    def _build_problems(self, layout: QVBoxLayout) -> None:
+        self.problem_banner = QFrame(self)
+        self.problem_banner.setObjectName("problemBanner")
+        self.problem_layout = QVBoxLayout(self.problem_banner)
+        self.problem_layout.setContentsMargins(10, 7, 10, 7)
+        self.problem_layout.setSpacing(3)
+        self.problem_banner.hide()
+        layout.addWidget(self.problem_banner)
+
+    def _build_node_fields(self, layout: QVBoxLayout) -> None:
+        grid = QVBoxLayout()
+        grid.setSpacing(4)
+        row = QHBoxLayout()
+        row.setSpacing(6)
+        name_label = _label("Name", "paramLabel", self, wrap=False)
+        self.id_label = _label(f"id {self.node_id}", "muted", self, wrap=False)
+        self.id_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.id_label.setToolTip("The node's id in the flow file (used by Catch and in "
+                                 "error messages)")
+        row.addWidget(name_label)
+        row.addStretch(1)
+        row.addWidget(self.id_label)
+        self.name_edit = QLineEdit(self)
+        self.name_edit.setPlaceholderText(self.spec.name)
+        self.name_edit.editingFinished.connect(self._on_name)
+        self.disabled_box = QCheckBox("Disabled: skip this node when the flow runs", self)
+        self.disabled_box.clicked.connect(
+            lambda on: self.doc.undo_stack.push(SetDisabled(self.doc, self.node_id, bool(on))))
+        self.name_problem = _label("", "fieldError", self)
+        self.name_problem.hide()
+        grid.addLayout(row)
+        grid.addWidget(self.name_edit)
+        grid.addWidget(self.disabled_box)
+        layout.addLayout(grid)
+
+    def _build_tool(self, layout: QVBoxLayout) -> None:
+        spec = self.spec
+        assert spec.tool is not None
+        self.tool_box = _section("Tool", self)
+        layout.addWidget(self.tool_box)
+        self.wired_label = _label("", "muted", self)
+        self.wired_label.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(self.wired_label)
+        layout.addWidget(_label("Tool name", "paramLabel", self, wrap=False))
+        self.tool_name_edit = QLineEdit(self)
+        self.tool_name_edit.setFont(mono_font())
+        self.tool_name_edit.setPlaceholderText(spec.tool.name)
+        self.tool_name_edit.setToolTip("The function name the AI calls; give two nodes of one "
+                                       "type different names to offer both to one agent")
+        layout.addWidget(self.tool_name_edit)
+        layout.addWidget(_label("Tool description", "paramLabel", self, wrap=False))
+        self.tool_desc_edit = QLineEdit(self)
+        self.tool_desc_edit.setPlaceholderText(spec.tool.description)
+        self.tool_desc_edit.setToolTip("What the AI reads to decide when to call this tool")
+        layout.addWidget(self.tool_desc_edit)
+        self.tool_problem = _label("", "fieldError", self)
+        self.tool_problem.hide()
+        layout.addWidget(self.tool_problem)
+        self.tool_name_edit.editingFinished.connect(self._on_tool)
+        self.tool_desc_edit.editingFinished.connect(self._on_tool)
+        self.tool_name_edit.textEdited.connect(self._check_tool_name)
+        self.tool_preview = self._json_view()
+        self.tool_summary = _label("", "muted", self)
+        self.tool_summary.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(_label("What the AI sees of this tool", "paramLabel", self))
+        layout.addWidget(self.tool_summary)
+        layout.addWidget(self.tool_preview)
+
+    def _build_preview(self, layout: QVBoxLayout) -> None:
+        self.preview_box = _section("What the AI sees", self)
+        layout.addWidget(self.preview_box)
+        self.preview_summary = _label("", "muted", self)
+        layout.addWidget(self.preview_summary)
+        self.cards_box = QWidget(self)
+        self.cards_layout = QVBoxLayout(self.cards_box)
+        self.cards_layout.setContentsMargins(0, 0, 0, 0)
+        self.cards_layout.setSpacing(6)
+        layout.addWidget(self.cards_box)
+        head = QHBoxLayout()
+        head.addWidget(_label("Tools as sent to the model (JSON)", "paramLabel", self,
+                              wrap=False))
+        head.addStretch(1)
+        self.copy_button = QToolButton(self)
+        self.copy_button.setText("Copy")
+        self.copy_button.setAutoRaise(True)
+        self.copy_button.setToolTip("Copy the tool list, as `switchboard tools` prints it")
+        self.copy_button.clicked.connect(
+            lambda: QGuiApplication.clipboard().setText(
+                json.dumps(self.functions, indent=2, ensure_ascii=False)))
+        head.addWidget(self.copy_button)
+        layout.addLayout(head)
+        self.preview_text = self._json_view()
+        layout.addWidget(self.preview_text)
+
+    def _build_outputs(self, layout: QVBoxLayout) -> None:
+        layout.addWidget(_section("Outputs", self))
+        fnode = self.doc.node(self.node_id)
+        for out in self.spec.results:
+            path = (fnode.outputs.get(out.name) if fnode else None) or out.path
+            text = (f"<b>{out.name}</b> &rarr; <span style='font-family:monospace'>msg.{path}"
+                    f"</span>")
+            label = _label(text, "", self)
+            label.setTextFormat(Qt.TextFormat.RichText)
+            layout.addWidget(label)
+            if out.description:
+                layout.addWidget(_label(out.description, "muted", self))
+        if self.spec.tool is not None:
+            layout.addWidget(_label("As a tool, the outputs go back to the AI by name instead.",
+                                    "muted", self))
+
+    def _json_view(self, max_lines: int = 30) -> AutoHeightText:
+        view = AutoHeightText(self, 2, max_lines)
+        view.setReadOnly(True)
+        view.setFont(mono_font())
+        view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        view.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        return view
+
+    # -- model -> form ------------------------------------------------------------
+    def sync(self) -> None:
+        """Show the node's settings; editors that already show them are left alone."""
+        fnode = self.doc.node(self.node_id)
+        if fnode is None:
+            return
+        for name, row in self.rows.items():
+            row.sync(fnode.params.get(name))
+        if fnode.name != self._shown_name:
+            self._shown_name = fnode.name
+            self.name_edit.setText(fnode.name or "")
+        self.title.setText(fnode.name or self.spec.name)
+        self.disabled_box.setChecked(fnode.disabled)
+        if self.spec.tool is not None:
+            shown = (fnode.tool.name, fnode.tool.description) if fnode.tool else (None, None)
+            if shown != self._shown_tool:
+                self._shown_tool = shown
+                self.tool_name_edit.setText(shown[0] or "")
+                self.tool_desc_edit.setText(shown[1] or "")
+                self._check_tool_name(self.tool_name_edit.text())
+
+    def refresh_live(self) -> None:
+        """What depends on other nodes and wires: the tool preview and which
+        agents a tool serves. Cheap, and widgets change only when the text does."""
+        if self.doc.node(self.node_id) is None:
+            return
+        if self.spec.tool is not None:
+            self._refresh_tool()
+        if self.spec.has_tools_port:
+            self._refresh_agent_preview()
+
+    def _refresh_tool(self) -> None:
+        agents = []
+        for w in self.doc.flow.wires:
+            if w.target[0] == self.node_id and self.doc.port_kind(w.source[0], w.source[1]) \
+                    == "tools":
+                a = self.doc.node(w.source[0])
+                if a is not None:
+                    agents.append(f"<b>{_esc(a.name or self.doc.spec(a.id).name)}</b> "
+                                  f"({_esc(a.id)})" if self.doc.spec(a.id) else _esc(a.id))
+        if agents:
+            text = "A tool of " + ", ".join(agents) + "."
+        else:
+            text = ("Not a tool yet: wire an agent's <b>tools</b> port to this node to let its "
+                    "AI call it. It still runs as a normal step on messages.")
+        if self.wired_label.text() != text:
+            self.wired_label.setText(text)
+        fn, error = node_function(self.doc, self.node_id)
+        custom, message = hidden_params(self.doc, self.node_id)
+        summary = _hidden_summary(fn, custom, message) if fn else ""
+        body = format_json(fn, width=44) if fn else error
+        if body != self._tool_text or summary != self.tool_summary.text():
+            self._tool_text = body
+            self.tool_summary.setText(summary)
+            self.tool_preview.setPlainText(body)
+
+    def _refresh_agent_preview(self) -> None:
+        functions, node_ids, error = agent_functions(self.doc, self.node_id)
+        text = error or format_json(functions, width=44)
+        if text == self._preview_text:
+            return
+        self._preview_text = text
+        self.functions = functions
+        n = len(functions)
+        if error:
+            summary = f"The tools cannot be built: {error}"
+        elif n == 0:
+            summary = ("No tools yet. Wire this agent's tools port to a node with a tool "
+                       "badge (for example Send Mail); its AI-scoped parameters become the "
+                       "tool's arguments.")
+        else:
+            n_args = sum(len(f["function"]["parameters"].get("properties", {}))
+                         for f in functions)
+            summary = (f"{n} tool{'s' * (n != 1)}, {n_args} argument{'s' * (n_args != 1)} the "
+                       "AI fills in. Parameters set to Custom or Message are not part of "
+                       "any schema: the AI cannot see or change them.")
+        self.preview_summary.setText(summary)
+        while self.cards_layout.count():
+            item = self.cards_layout.takeAt(0)
+            if item.widget():
+                item.widget().deleteLater()
+        for fn, nid in zip(functions, node_ids, strict=False):
+            self.cards_layout.addWidget(self._tool_card(fn, nid))
+        self.preview_text.setPlainText(text if functions or error else "[]")
+
+    def _tool_card(self, fn: dict, node_id: str) -> QWidget:
+        card = QFrame(self.cards_box)
+        card.setObjectName("toolCard")
+        lay = QVBoxLayout(card)
+        lay.setContentsMargins(10, 7, 10, 8)
+        lay.setSpacing(3)
+        f = fn.get("function", {})
+        fnode = self.doc.node(node_id)
+        spec = self.doc.spec(node_id)
+        where = (fnode.name or (spec.name if spec else node_id)) if fnode else node_id
+        title = _label(f"{f.get('name', '?')}()", "toolName", card, wrap=False)
+        title.setFont(mono_font())
+        title.setToolTip(f"node '{node_id}'")
+        head = QHBoxLayout()
+        head.addWidget(title)
+        head.addStretch(1)
+        head.addWidget(_label(where, "muted", card, wrap=False))
+        lay.addLayout(head)
+        if f.get("description"):
+            lay.addWidget(_label(f["description"], "", card))
+        custom, message = hidden_params(self.doc, node_id)
+        summary = _label(_hidden_summary(fn, custom, message), "muted", card)
+        summary.setTextFormat(Qt.TextFormat.RichText)
+        lay.addWidget(summary)
+        return card
+
+    def set_problems(self, problems: list[Problem]) -> None:
+        while self.problem_layout.count():
+            item = self.problem_layout.takeAt(0)
+            if item.widget():
+                item.widget().deleteLater()
+        by_row: dict[str, list[str]] = {}
+        tool_msgs: list[str] = []
+        for p in problems:
+            field = p.field or ""
+            parts = field.split(".")
+            if parts[0] == "params" and len(parts) > 1 and parts[1] in self.rows:
+                by_row.setdefault(parts[1], []).append(p.message)
+            elif parts[0] == "tool":
+                tool_msgs.append(p.message)
+        for name, row in self.rows.items():
+            row.set_problems(by_row.get(name, []))
+        if self.spec.tool is not None:
+            self.tool_problem.setText("\n".join(tool_msgs))
+            self.tool_problem.setVisible(bool(tool_msgs) or self.tool_problem.property("bad")
+                                         is True)
+        errors = [p for p in problems if p.severity == "error"]
+        for p in problems:
+            where = _field_label(self.spec, p.field)
+            mark = "✖" if p.severity == "error" else "⚠"
+            message = p.message[:1].upper() + p.message[1:] if not where else p.message
+            text = f"{mark}  {where + ': ' if where else ''}{message}"
+            item = _label(text, "problemItem", self.problem_banner)
+            item.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.problem_layout.addWidget(item)
+        self.problem_banner.setProperty("severity", "error" if errors else "warning")
+        self.problem_banner.style().unpolish(self.problem_banner)
+        self.problem_banner.style().polish(self.problem_banner)
+        self.problem_banner.setVisible(bool(problems))
+
+    # -- form -> model (always through the undo stack) ----------------------------
+    def _push_param(self, name: str, value: Any, merge: bool) -> None:
+        fnode = self.doc.node(self.node_id)
+        if fnode is None:
+            return
+        old = fnode.params.get(name)
+        if (old is None and value is None) or (old is not None and value is not None
+                                               and old.to_json() == value.to_json()):
+            return
+        self.doc.undo_stack.push(SetParam(self.doc, self.node_id, name, value, merge=merge))
+
+    def _on_name(self) -> None:
+        fnode = self.doc.node(self.node_id)
+        text = self.name_edit.text().strip()
+        if fnode is None or (fnode.name or "") == text:
+            return
+        self.doc.undo_stack.push(RenameNode(self.doc, self.node_id, text or None))
+
+    def _check_tool_name(self, text: str) -> None:
+        bad = bool(text) and not TOOL_NAME_RE.match(text)
+        self.tool_name_edit.setProperty("invalid", bad)
+        self.tool_name_edit.style().unpolish(self.tool_name_edit)
+        self.tool_name_edit.style().polish(self.tool_name_edit)
+        self.tool_problem.setProperty("bad", bad)
+        if bad:
+            self.tool_problem.setText("A tool name has 1-64 letters, digits, _ or - "
+                                      "(no spaces); not applied")
+        self.tool_problem.setVisible(bad)
+
+    def _on_tool(self) -> None:
+        fnode = self.doc.node(self.node_id)
+        if fnode is None:
+            return
+        name = self.tool_name_edit.text().strip() or None
+        desc = self.tool_desc_edit.text().strip() or None
+        if name and not TOOL_NAME_RE.match(name):
+            return
+        current = (fnode.tool.name, fnode.tool.description) if fnode.tool else (None, None)
+        if current == (name, desc):
+            return
+        tool = ToolOverride(name=name, description=desc) if (name or desc) else None
+        self.doc.undo_stack.push(SetToolOverride(self.doc, self.node_id, tool))
+
+
+def _doc_html(text: str) -> str:
+    """A docstring as a paragraph: single line breaks joined, ``code`` kept."""
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text.strip())]
+    html = "<br><br>".join(_esc(p) for p in paragraphs)
+    return re.sub(r"``(.+?)``|`(.+?)`", lambda m: f"<tt>{m.group(1) or m.group(2)}</tt>", html)
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _hidden_summary(fn: dict, custom: list[str], message: list[str]) -> str:
+    """Who supplies what, in words: the AI's arguments and what it cannot reach."""
+    args = list(fn.get("function", {}).get("parameters", {}).get("properties", {}))
+    parts = []
+    if args:
+        parts.append(f"<b style='color:{AI_COLOR}'>AI fills</b> &nbsp;" + ", ".join(args))
+    else:
+        parts.append("Takes no arguments from the AI.")
+    if custom:
+        parts.append("<b>Fixed by you</b> &nbsp;" + ", ".join(custom))
+    if message:
+        parts.append(f"<b style='color:{MESSAGE_COLOR}'>From the message</b> &nbsp;"
+                     + ", ".join(message))
+    return "<br>".join(parts)
+
+
+def _field_label(spec: NodeSpec, field: str | None) -> str:
+    if not field:
+        return ""
+    parts = field.split(".")
+    if parts[0] == "params" and len(parts) > 1:
+        p = spec.param(parts[1])
+        return p.label if p else parts[1]
+    if parts[0] == "tool":
+        return "Tool name"
+    if field == "in":
+        return ""
+    return field
+
+
+# -- the panel ------------------------------------------------------------------------
+
+class PropertiesPanel(QWidget):
+    """The right dock's content. ``set_node(id)`` for a single selection,
+    ``set_nodes(ids)`` for any selection (several nodes: a summary)."""
+
+    node_shown = Signal(str)  # id, or "" when the form goes away
+
+    def __init__(self, document: FlowDocument, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("propertiesPanel")
+        self.doc = document
+        self.node_id: str | None = None
+        self.selection: list[str] = []
+        self.form: NodeForm | None = None
+
+        self.stack = QStackedWidget(self)
+        self.empty_page = self._build_empty()
+        self.summary_page = QWidget(self)
+        self.summary_page.setObjectName("propertiesPage")
+        self.summary_layout = QVBoxLayout(self.summary_page)
+        self.summary_layout.setContentsMargins(16, 16, 16, 16)
+        self.summary_layout.setSpacing(6)
+        self.scroll = QScrollArea(self)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        summary_scroll = QScrollArea(self)
+        summary_scroll.setWidgetResizable(True)
+        summary_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        summary_scroll.setWidget(self.summary_page)
+        for page in (self.empty_page, summary_scroll, self.scroll):
+            self.stack.addWidget(page)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.stack)
+        self.setMinimumWidth(280)
+        self._apply_style()
+
+        d = document
+        d.node_changed.connect(self._on_node_changed)
+        d.node_removed.connect(self._on_node_removed)
+        d.node_added.connect(self._on_node_added)
+        d.flow_reset.connect(self._on_flow_reset)
+        d.problems_changed.connect(self._on_problems)
+        d.changed.connect(self._on_changed)
+        self.set_node(None)
+
+    # -- selection ------------------------------------------------------------------
+    def set_node(self, node_id: str | None) -> None:
+        self.set_nodes([node_id] if node_id else [])
+
+    def set_nodes(self, node_ids: list[str]) -> None:
+        ids = [n for n in node_ids if self.doc.node(n) is not None]
+        self.selection = ids
+        if len(ids) == 1:
+            if ids[0] != self.node_id or self.form is None:
+                self._build_form(ids[0])
+            self.stack.setCurrentIndex(2)
+            return
+        self._drop_form()
+        if ids:
+            self._fill_summary(ids)
+            self.stack.setCurrentIndex(1)
+        else:
+            self.stack.setCurrentIndex(0)
+
+    def _build_form(self, node_id: str) -> None:
+        self._drop_form()
+        if self.doc.spec(node_id) is None:  # unknown type: nothing to edit
+            self.node_id = None
+            self._fill_summary([node_id])
+            self.stack.setCurrentIndex(1)
+            return
+        self.node_id = node_id
+        self.form = NodeForm(self.doc, node_id)
+        self.scroll.setWidget(self.form)
+        self.node_shown.emit(node_id)
+
+    def _drop_form(self) -> None:
+        if self.form is not None:
+            old = self.scroll.takeWidget()
+            if old is not None:
+                old.deleteLater()
+            self.form = None
+            self.node_id = None
+            self.node_shown.emit("")
+
+    # -- document signals -------------------------------------------------------------
+    def _on_node_changed(self, node_id: str) -> None:
+        if self.form is not None and node_id == self.node_id:
+            self.form.sync()
+        elif len(self.selection) > 1 and node_id in self.selection:
+            self._fill_summary(self.selection)
+
+    def _on_node_removed(self, node_id: str, _index: int) -> None:
+        if node_id in self.selection:
+            self.set_nodes([n for n in self.selection if n != node_id])
+
+    def _on_node_added(self, _node_id: str) -> None:
+        pass  # the canvas decides what is selected; nothing to show until it says
+
+    def _on_flow_reset(self) -> None:
+        # A new flow object: rebuild, so no widget holds the old flow's state.
+        keep = [n for n in self.selection if self.doc.node(n) is not None]
+        self._drop_form()
+        self.set_nodes(keep)
+
+    def _on_problems(self, _problems: list) -> None:
+        if self.form is not None and self.node_id is not None:
+            self.form.set_problems(self.doc.problems_for(self.node_id))
+
+    def _on_changed(self) -> None:
+        if self.form is not None:
+            self.form.refresh_live()
+
+    # -- pages ---------------------------------------------------------------------------
+    def _build_empty(self) -> QWidget:
+        page = QWidget(self)
+        page.setObjectName("propertiesPage")
+        lay = QVBoxLayout(page)
+        lay.setContentsMargins(24, 24, 24, 24)
+        lay.setSpacing(10)
+        lay.addStretch(1)
+        title = _label("Nothing selected", "emptyTitle", page)
+        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        hint = _label("Select a node on the canvas to edit its settings here.", "muted", page)
+        hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        lay.addWidget(title)
+        lay.addWidget(hint)
+        explain = _label(
+            "Every parameter says where its value comes from:<br><br>"
+            f"<b style='color:{AI_COLOR}'>AI</b> &nbsp;the agent's model fills it in when it "
+            "calls the node as a tool.<br>"
+            "<b>Custom</b> &nbsp;a value you fix here; the AI never sees it.<br>"
+            f"<b style='color:{MESSAGE_COLOR}'>Message</b> &nbsp;read from the incoming "
+            "message, e.g. <tt>payload.email</tt>.", "muted", page)
+        explain.setTextFormat(Qt.TextFormat.RichText)
+        explain.setContentsMargins(8, 12, 8, 0)
+        lay.addWidget(explain)
+        lay.addStretch(2)
+        return page
+
+    def _fill_summary(self, ids: list[str]) -> None:
+        while self.summary_layout.count():
+            item = self.summary_layout.takeAt(0)
+            if item.widget():
+                item.widget().deleteLater()
+        n = len(ids)
+        self.summary_layout.addWidget(
+            _label(f"{n} node{'s' * (n != 1)} selected", "emptyTitle", self.summary_page))
+        ai = 0
+        for nid in ids:
+            fnode, spec = self.doc.node(nid), self.doc.spec(nid)
+            if fnode is None:
+                continue
+            kind = spec.name if spec else f"unknown type {fnode.type}"
+            name = fnode.name or (spec.name if spec else fnode.type)
+            line = _label(f"<b>{_esc(name)}</b> &nbsp;<span>{_esc(kind)} · {_esc(nid)}</span>",
+                          "", self.summary_page)
+            line.setTextFormat(Qt.TextFormat.RichText)
+            self.summary_layout.addWidget(line)
+            if spec:
+                ai += sum(1 for p in spec.params
+                          if (fnode.params[p.name].scope if p.name in fnode.params
+                              else p.default_scope) is Scope.AI)
+        if ai:
+            self.summary_layout.addWidget(_label(
+                f"{ai} parameter{'s' * (ai != 1)} in this selection filled by the AI.",
+                "muted", self.summary_page))
+        tip = ("Select a single node to edit its settings." if n > 1 else
+               "This node's type is not installed, so its settings cannot be edited.")
+        self.summary_layout.addSpacing(8)
+        self.summary_layout.addWidget(_label(tip, "muted", self.summary_page))
+        self.summary_layout.addStretch(1)
+
+    # -- looks -----------------------------------------------------------------------------
+    def _apply_style(self) -> None:
+        self._dark = _is_dark(self.palette())
+        self.setStyleSheet(panel_style(self._dark))
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.PaletteChange and _is_dark(self.palette()) != \
+                getattr(self, "_dark", None):
+            self._apply_style()
+        super().changeEvent(event)
