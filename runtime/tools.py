@@ -364,11 +364,16 @@ class ToolBridge:
     async def call_many(self, base: dict, calls: list[Any], timeout: float | None) -> list[ToolOutcome]:
         """Run the calls of one LLM turn concurrently; results in call order.
         Each call is ``(call_id, name, raw_arguments)``."""
-        if len(calls) == 1:
-            c = calls[0]
-            return [await self.call(base, c[0], c[1], c[2], timeout)]
+        if len(calls) == 1 or all(self._inline(c[1]) for c in calls):
+            # A plain-function node never yields to the loop, so tasks would
+            # only run these one after the other anyway: skip making them.
+            return [await self.call(base, c[0], c[1], c[2], timeout) for c in calls]
         return list(await asyncio.gather(
             *(self.call(base, c[0], c[1], c[2], timeout) for c in calls)))
+
+    def _inline(self, name: str) -> bool:
+        tool = self.tools.get(name)
+        return tool is None or not self.engine.nodes[tool.node_id].is_async
 
     async def call(self, base: dict, call_id: str, name: str, raw_args: Any,
                    timeout: float | None = DEFAULT_TOOL_TIMEOUT) -> ToolOutcome:
@@ -394,7 +399,9 @@ class ToolBridge:
 
         req = self.request(base, caller_id, tool, args)
         try:
-            if timeout:
+            # A plain-function node runs to the end without yielding, so no
+            # timer could interrupt it: only coroutines get one.
+            if timeout and self.engine.nodes[tool.node_id].is_async:
                 async with asyncio.timeout(timeout):
                     resp = await self.engine.run_as_tool(tool.node_id, req)
             else:

@@ -1,0 +1,147 @@
+"""Cost of the tool path: an agent (scripted provider) calling a no-op tool
+node, per call, next to a bare asyncio future round trip measured in the same
+run; and 100 parallel calls of a tool that sleeps 0.1 s.
+
+    python benchmarks/tool_calls.py [--calls N]
+
+Prints figures; never fails on a time (target: <= 30 us per call)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from nodes.ai import Agent  # noqa: E402
+from nodes.core.inject_debug import DebugNode, Inject  # noqa: E402
+from runtime.engine import Engine  # noqa: E402
+from runtime.events import EventBus  # noqa: E402
+from runtime.flow import parse_flow  # noqa: E402
+from runtime.node import AI, CUSTOM, Node, Output, Param, Tool, node  # noqa: E402
+from runtime.registry import Registry  # noqa: E402
+
+
+@node("bench.noop", name="No-op", category="Bench", tool=Tool("noop", "Does nothing"))
+class NoopTool(Node):
+    x = Param(int, "A number", scope=AI, allow=AI | CUSTOM)
+
+    def on_message(self, msg):
+        return None
+
+
+@node("bench.anoop", name="Async no-op", category="Bench", tool=Tool("anoop", "Does nothing"))
+class AsyncNoopTool(Node):
+    x = Param(int, "A number", scope=AI, allow=AI | CUSTOM)
+
+    async def on_message(self, msg):
+        return None
+
+
+@node("bench.sleep", name="Sleep", category="Bench", tool=Tool("sleep", "Sleeps"))
+class SleepTool(Node):
+    seconds = Param(float, "How long", scope=AI, allow=AI | CUSTOM)
+    slept = Output(float, "How long it slept")
+
+    async def on_message(self, msg):
+        s = self.seconds.get(msg)
+        await asyncio.sleep(s)
+        self.slept.set(msg, s)
+
+
+REGISTRY = Registry([Inject, DebugNode, Agent, NoopTool, AsyncNoopTool, SleepTool])
+
+
+def flow_for(script: list[dict], tool_type: str, max_turns: int):
+    def fixed(v):
+        return {"scope": "custom", "value": v}
+
+    return parse_flow({"format": "switchboard.flow/1", "name": "bench", "nodes": [
+        {"id": "ask", "type": "core.inject", "params": {"payload": fixed("go")}},
+        {"id": "agent", "type": "ai.agent", "params": {
+            "provider": fixed("scripted"), "script": fixed(script), "max_turns": fixed(max_turns),
+            "tool_timeout_seconds": fixed(60)}},
+        {"id": "show", "type": "core.debug"},
+        {"id": "tool", "type": tool_type},
+    ], "wires": [{"from": ["ask", "out"], "to": ["agent", "in"]},
+                 {"from": ["agent", "out"], "to": ["show", "in"]},
+                 {"from": ["agent", "tools"], "to": ["tool", "in"]}]})
+
+
+async def run_flow(flow, *, events: bool = False) -> float:
+    bus = EventBus()
+    if events:
+        bus.subscribe(lambda e: None)
+    engine = Engine(flow, REGISTRY, bus, record=False)
+    t0 = time.perf_counter()
+    result = await engine.run()
+    elapsed = time.perf_counter() - t0
+    assert result.status == "ok", result
+    return elapsed
+
+
+async def future_round_trip(n: int) -> float:
+    loop = asyncio.get_running_loop()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fut = loop.create_future()
+        loop.call_soon(fut.set_result, None)
+        await fut
+    return (time.perf_counter() - t0) / n
+
+
+def best_of(values: list[float]) -> float:
+    return min(values)
+
+
+async def main(calls: int, repeat: int) -> None:
+    call = {"name": "noop", "arguments": {"x": 1}}
+    one_per_turn = flow_for([{"tool_calls": [call]}] * calls + [{"text": "done"}], "bench.noop",
+                            calls + 1)
+    parallel = flow_for([{"tool_calls": [call] * calls}, {"text": "done"}], "bench.noop", 2)
+    acall = {"name": "anoop", "arguments": {"x": 1}}
+    async_seq = flow_for([{"tool_calls": [acall]}] * calls + [{"text": "done"}], "bench.anoop",
+                         calls + 1)
+    async_par = flow_for([{"tool_calls": [acall] * calls}, {"text": "done"}], "bench.anoop", 2)
+    json_args = flow_for([{"tool_calls": [{"name": "noop", "arguments": '{"x": 1}'}] * calls},
+                          {"text": "done"}], "bench.noop", 2)
+
+    await run_flow(parallel)  # warm up imports and caches
+    fut = best_of([await future_round_trip(calls) for _ in range(repeat)])
+    seq = best_of([await run_flow(one_per_turn) for _ in range(repeat)]) / calls
+    par = best_of([await run_flow(parallel) for _ in range(repeat)]) / calls
+    par_json = best_of([await run_flow(json_args) for _ in range(repeat)]) / calls
+    aseq = best_of([await run_flow(async_seq) for _ in range(repeat)]) / calls
+    apar = best_of([await run_flow(async_par) for _ in range(repeat)]) / calls
+    par_events = best_of([await run_flow(parallel, events=True) for _ in range(repeat)]) / calls
+
+    us = 1e6
+    print(f"tool calls: {calls} per run, best of {repeat}, Python {sys.version.split()[0]}")
+    print(f"  bare asyncio future round trip     {fut * us:7.2f} us")
+    print(f"  tool path, 1 call per LLM turn     {seq * us:7.2f} us/call  ({seq / fut:.1f}x)")
+    print(f"  tool path, {calls} calls in one turn  {par * us:7.2f} us/call  ({par / fut:.1f}x)")
+    print(f"    same, arguments as JSON text     {par_json * us:7.2f} us/call")
+    print(f"    same, with an event subscriber   {par_events * us:7.2f} us/call")
+    print(f"  async no-op tool, 1 call per turn  {aseq * us:7.2f} us/call  ({aseq / fut:.1f}x)"
+          "  (+ per-call timeout)")
+    print(f"  async no-op tool, {calls} in one turn {apar * us:7.2f} us/call  ({apar / fut:.1f}x)"
+          "  (+ a task each)")
+    print("  target: <= 30 us/call")
+
+    sleepers = flow_for([{"tool_calls": [{"name": "sleep", "arguments": {"seconds": 0.1}}] * 100},
+                         {"text": "done"}], "bench.sleep", 2)
+    times = [await run_flow(sleepers) for _ in range(3)]
+    print(f"100 parallel calls of a tool sleeping 0.1 s: {statistics.median(times):.3f} s total "
+          f"(sequential would be 10 s)")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    asyncio.run(main(args.calls, args.repeat))
