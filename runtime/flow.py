@@ -141,7 +141,8 @@ class Problem(BaseModel):
         if self.node:
             where += f": node '{self.node}'"
         if self.field:
-            where += f", {self.field}"
+            # "f: node 'a', params.x: ..." but "f: format: ...", never "f, format".
+            where += f", {self.field}" if self.node else f": {self.field}"
         prefix = "" if self.severity == "error" else "warning: "
         return f"{where}: {prefix}{self.message}"
 

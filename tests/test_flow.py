@@ -414,3 +414,8 @@ def test_new_id_avoids_taken_ids():
     flow = make_flow([N("debug", "core.debug"), N("debug2", "core.debug")])
     assert flow.new_id("core.debug") == "debug3"
     assert flow.new_id("core.inject") == "inject"
+
+
+def test_problem_text_without_a_node():
+    assert str(Problem(file="f", field="format", message="bad")) == "f: format: bad"
+    assert str(Problem(file="f", message="bad", severity="warning")) == "f: warning: bad"
