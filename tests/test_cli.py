@@ -1,0 +1,229 @@
+"""`switchboard` as a user runs it: a subprocess on real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runtime.events import parse_event
+from tests.runtime_fixtures import N, flow_data
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "resources" / "examples"
+
+
+def sb(*args: str, code: str | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "runtime.cli", *args] if code is None else [
+        sys.executable, "-c", code, *args]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+
+
+def lines(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def write(tmp_path: Path, data, name: str = "f.flow.json") -> str:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data, indent=2),
+                    encoding="utf-8")
+    return str(path)
+
+
+# -- run ------------------------------------------------------------------------------
+
+
+def test_run_order_triage_prints_the_expected_lines():
+    r = sb("run", str(EXAMPLES / "order-triage.flow.json"))
+    assert r.returncode == 0, r.stderr
+    got = lines(r.stdout)
+    # The two summaries wait in a delay; compare without relying on its timing.
+    assert sorted(got, key=json.dumps) == sorted([
+        {"node": "report", "name": "Report", "value": "Order A-1001 for Ada: 2 lines, small"},
+        {"node": "report", "name": "Report", "value": "Order A-1002 for Grace: 14 lines, large"},
+        {"node": "problem", "name": "Problems",
+         "value": "template: can't multiply sequence by non-int of type 'float'"},
+    ], key=json.dumps)
+    assert "Traceback" not in r.stderr
+
+
+def test_order_triage_uses_every_core_node():
+    data = json.loads((EXAMPLES / "order-triage.flow.json").read_text(encoding="utf-8"))
+    used = {n["type"] for n in data["nodes"]}
+    assert used >= {"core.inject", "core.debug", "core.change", "core.switch", "core.template",
+                    "core.delay", "core.catch", "core.split"}
+
+
+def test_run_hello():
+    r = sb("run", str(EXAMPLES / "hello.flow.json"))
+    assert r.returncode == 0, r.stderr
+    assert lines(r.stdout) == [{"node": "show", "name": "Show", "value": "Hello, World!"}]
+
+
+def test_set_parses_json_when_it_parses_else_text():
+    hello = str(EXAMPLES / "hello.flow.json")
+    r = sb("run", hello, "--set", 'start.payload={"name": "Ada"}', "--set", "start.count=2")
+    assert r.returncode == 0, r.stderr
+    assert [x["value"] for x in lines(r.stdout)] == ["Hello, Ada!", "Hello, Ada!"]
+    r = sb("run", hello, "--set", "start.payload=Grace", "--set",
+           "greet.template=Hi {{ payload }}")
+    assert [x["value"] for x in lines(r.stdout)] == ["Hi Grace"]
+    # A str param gets the raw text even when it would parse as JSON.
+    r = sb("run", hello, "--set", "greet.template=123")
+    assert [x["value"] for x in lines(r.stdout)] == ["123"]
+
+
+@pytest.mark.parametrize("item, why", [
+    ("nope.x=1", "no node 'nope'"),
+    ("start.colour=1", "has no param 'colour'"),
+    ("start.count=abc", "params.count.value: expected an integer"),
+    ("start=1", "expected NODE.PARAM=VALUE"),
+])
+def test_bad_set_is_bad_input(item, why):
+    r = sb("run", str(EXAMPLES / "hello.flow.json"), "--set", item)
+    assert r.returncode == 2 and why in r.stderr and "Traceback" not in r.stderr
+    assert r.stdout == ""
+
+
+def test_events_file_holds_every_event_as_json_lines(tmp_path):
+    events = tmp_path / "events.jsonl"
+    r = sb("run", str(EXAMPLES / "hello.flow.json"), "--events", str(events), "--trace")
+    assert r.returncode == 0, r.stderr
+    parsed = [parse_event(line) for line in events.read_text(encoding="utf-8").splitlines()]
+    kinds = [e.type for e in parsed]
+    assert kinds[0] == "run.started" and kinds[-1] == "run.finished"
+    assert kinds.count("message.sent") == 2 and "stats" in kinds
+    [debug] = [e for e in parsed if e.type == "debug"]
+    assert debug.value == "Hello, World!"
+
+
+def test_events_to_an_unwritable_place_is_bad_input(tmp_path):
+    r = sb("run", str(EXAMPLES / "hello.flow.json"), "--events",
+           str(tmp_path / "no" / "such" / "dir" / "e.jsonl"))
+    assert r.returncode == 2 and "--events" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_timeout_stops_a_long_run(tmp_path):
+    path = write(tmp_path, flow_data([N("a", "core.inject", payload=1),
+                                      N("wait", "core.delay", seconds=3600),
+                                      N("d", "core.debug")], ["a->wait", "wait->d"]))
+    r = sb("run", path, "--timeout", "0.2")
+    assert r.returncode == 0 and r.stdout == ""
+    assert "stopped after 0.2 s" in r.stderr
+
+
+def test_uncaught_node_error_exits_1(tmp_path):
+    path = write(tmp_path, flow_data([N("a", "core.inject", payload="x"),
+                                      N("t", "core.template", template="{{ payload * 1.5 }}"),
+                                      N("d", "core.debug")], ["a->t", "t->d"]))
+    r = sb("run", path)
+    assert r.returncode == 1 and r.stdout == ""
+    assert "error: node 't': template:" in r.stderr and "Traceback" not in r.stderr
+
+
+# -- bad input ------------------------------------------------------------------------
+
+GOOD = flow_data([N("a", "core.inject"), N("b", "core.debug")], ["a->b"])
+
+
+def with_node(node: dict, wire: str | None = "a->x") -> dict:
+    data = flow_data([N("a", "core.inject"), node], [wire] if wire else [])
+    return data
+
+
+BAD = {
+    "invalid-json": ('{"format": "switchboard.flow/1", "nodes": [\n', [
+        ("", "line 2 column 1", "invalid JSON")]),
+    "unknown-format": ({**GOOD, "format": "node-red/1"}, [("", "format", "unknown format")]),
+    "unknown-type": (with_node(N("x", "core.nope")), [
+        ("node 'x'", "type", "unknown node type 'core.nope'")]),
+    "unknown-port": (flow_data([N("a", "core.inject"), N("b", "core.debug")], ["a.nope->b"]), [
+        ("node 'a'", "wires[0].from", "unknown output port 'nope'")]),
+    "wrong-param-type": (with_node(N("x", "core.inject", count="three"), None), [
+        ("node 'x'", "params.count.value", "expected an integer")]),
+    "scope-not-allowed": (with_node({"id": "x", "type": "core.template",
+                                     "params": {"template": {"scope": "ai"}}}), [
+        ("node 'x'", "params.template.scope", "scope 'ai' is not allowed")]),
+    "duplicate-ids": (flow_data([N("a", "core.inject"), N("b", "core.debug"),
+                                 N("b", "core.debug")], ["a->b"]), [
+        ("node 'b'", "id", "duplicate node id 'b'")]),
+    "two-problems": (flow_data([N("a", "core.inject", count=1.5), N("b", "core.nope")]), [
+        ("node 'a'", "params.count.value", "expected an integer"),
+        ("node 'b'", "type", "unknown node type")]),
+}
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_exits_2_with_one_line_per_problem(tmp_path, case, command):
+    data, expected = BAD[case]
+    path = write(tmp_path, data)
+    r = sb(command, path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stdout == "" and "Traceback" not in r.stderr
+    err = r.stderr.strip().splitlines()
+    assert len(err) == len(expected), err
+    for line, (node, field, why) in zip(err, expected, strict=True):
+        assert line.startswith(path + ":")
+        assert node in line and field in line and why in line, line
+
+
+def test_missing_file_is_bad_input(tmp_path):
+    r = sb("run", str(tmp_path / "nope.flow.json"))
+    assert r.returncode == 2 and "file not found" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_usage_errors_exit_2():
+    r = sb("run")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    r = sb("frobnicate")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+# -- validate, nodes, no args -------------------------------------------------------------
+
+
+def test_validate_ok_and_warnings(tmp_path):
+    path = write(tmp_path, flow_data([N("a", "core.inject"), N("b", "core.debug"),
+                                      N("lonely", "core.debug")], ["a->b"]))
+    r = sb("validate", path)
+    assert r.returncode == 0
+    assert r.stdout.strip() == f"{path}: ok (3 nodes, 1 wires)"
+    assert f"{path}: node 'lonely', in: warning: input is not connected" in r.stderr
+
+
+def test_nodes_lists_the_catalog():
+    r = sb("nodes")
+    assert r.returncode == 0
+    types = {line.split()[0] for line in r.stdout.splitlines()}
+    assert {"core.inject", "core.debug", "core.change", "core.switch", "core.template",
+            "core.delay", "core.catch", "core.split"} <= types
+
+
+def test_nodes_json_is_the_full_specs():
+    r = sb("nodes", "--json")
+    assert r.returncode == 0
+    specs = {s["type"]: s for s in json.loads(r.stdout)}
+    inject = specs["core.inject"]
+    assert {p["name"] for p in inject["params"]} == {"payload", "topic", "repeat_seconds",
+                                                     "count"}
+    assert inject["source"] and inject["inputs"] == []
+    assert [p["name"] for p in specs["core.switch"]["params"]] == ["path", "rules", "mode"]
+
+
+def test_no_args_without_the_designer_prints_help():
+    blocked = ("import sys; sys.modules['designer'] = None; sys.argv[0] = 'switchboard'; "
+               "from runtime.cli import main; sys.exit(main(sys.argv[1:]))")
+    r = sb(code=blocked)
+    assert r.returncode == 0 and "usage: switchboard" in r.stdout
+    assert "run" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_help():
+    r = sb("--help")
+    assert r.returncode == 0 and "validate" in r.stdout
