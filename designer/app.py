@@ -1,0 +1,130 @@
+"""Start the designer: ``switchboard`` and ``switchboard design [FLOW]``.
+
+The Qt event loop is a qasync loop, so the runtime's asyncio engine can run
+inside it when a flow is run from the designer. Imports stay lazy: a cold
+start must show a window within a second, and nothing here may pull in an
+LLM client library."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "resources" / "examples"
+WELCOME_FLOWS = ("email-assistant.flow.json", "order-triage.flow.json")
+
+
+def welcome_flow() -> Path | None:
+    for name in WELCOME_FLOWS:
+        path = EXAMPLES / name
+        if path.exists():
+            return path
+    return None
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+        if w < 200 or h < 200:
+            raise ValueError
+        return w, h
+    except ValueError:
+        raise SystemExit(f"switchboard: --size {text!r}: expected WIDTHxHEIGHT, e.g. 1440x900") from None
+
+
+def _application(argv: list[str]):
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(argv)
+    app.setOrganizationName("Switchboard")
+    app.setApplicationName("Switchboard")
+    app.setApplicationDisplayName("Switchboard")
+    return app
+
+
+def run_designer(args) -> int:
+    """Open the designer window; returns the process exit code."""
+    flow = getattr(args, "flow", None)
+    screenshot = getattr(args, "screenshot", None)
+    size = parse_size(getattr(args, "size", None) or "1440x900")
+    mode = getattr(args, "theme", None) or "system"
+    if screenshot and not os.environ.get("QT_QPA_PLATFORM") and not (
+            os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"  # headless screenshots need no display
+
+    app = _application(sys.argv[:1])
+    from PySide6.QtCore import QSettings
+
+    from . import theme
+
+    if mode == "system":
+        saved = QSettings("Switchboard", "Switchboard").value("theme", "system")
+        mode = saved if saved in ("light", "dark", "system") and not screenshot else "system"
+    theme.apply(app, theme.resolve(mode))
+
+    from .main_window import MainWindow
+
+    window = MainWindow(restore_layout=not screenshot)
+    window._theme_mode = mode
+    window.theme_actions[mode].setChecked(True)
+    if flow:
+        ok = window.open_path(flow, ask=False)
+        if not ok and screenshot:
+            window.close()
+            return 2
+    else:
+        welcome = welcome_flow()
+        if welcome is not None:
+            window.open_path(welcome, as_copy=True, ask=False)
+
+    if screenshot:
+        return _screenshot(app, window, Path(screenshot), size)
+
+    hints = app.styleHints()
+    if hasattr(hints, "colorSchemeChanged"):
+        hints.colorSchemeChanged.connect(lambda *a: window.follow_system_theme())
+    window.show()
+    window.view.fit_all()
+    if not flow:
+        from PySide6.QtCore import QTimer
+
+        QTimer.singleShot(300, window.offer_recovery)
+    return _exec(app)
+
+
+def _screenshot(app, window, path: Path, size: tuple[int, int]) -> int:
+    window.resize(*size)
+    window.show()
+    app.processEvents()
+    window.view.fit_all()
+    app.processEvents()
+    image = window.grab()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ok = image.save(str(path))
+    window.autosave.stop()
+    window.document.undo_stack.setClean()
+    window.close()
+    app.processEvents()
+    if not ok:
+        print(f"switchboard: cannot write {path}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _exec(app) -> int:
+    import asyncio
+
+    try:
+        import qasync
+    except ImportError:  # the designer still works; runs need qasync
+        return app.exec()
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    closing = asyncio.Event()
+    app.aboutToQuit.connect(closing.set)
+    with loop:
+        loop.run_until_complete(closing.wait())
+    return 0

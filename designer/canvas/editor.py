@@ -1,0 +1,137 @@
+"""Edit operations on the canvas selection: add, delete, copy, cut, paste,
+duplicate, enable/disable. Each is one command on the document's undo
+stack; the scene follows the document's signals.
+
+The clipboard carries flow JSON (as text and under CLIPBOARD_MIME), so a
+selection copied in one window pastes into another, or into an editor."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QMimeData, QObject, QPointF
+from PySide6.QtGui import QGuiApplication
+
+from ..commands import (
+    CLIPBOARD_MIME,
+    AddNode,
+    RemoveItems,
+    SetDisabled,
+    fragment_json,
+    new_node,
+    paste_command,
+)
+from .items import GRID, HEADER_H, NODE_W, snap
+from .scene import FlowScene
+from .view import FlowView
+
+
+class CanvasEditor(QObject):
+    def __init__(self, scene: FlowScene, view: FlowView, parent=None) -> None:
+        super().__init__(parent)
+        self.scene, self.view = scene, view
+        self.doc = scene.doc
+        self._quick_add = None
+
+    def node_origin(self, at: QPointF) -> tuple[float, float]:
+        """Top-left of a new node whose header is centred on ``at``."""
+        x, y = at.x() - NODE_W / 2, at.y() - HEADER_H / 2
+        if self.scene.snap_to_grid:
+            x, y = snap(x, GRID), snap(y, GRID)
+        return (x, y)
+
+    def add_node(self, type_id: str, at: QPointF | None = None) -> str | None:
+        if self.doc.registry.spec(type_id) is None:
+            return None
+        if at is None:
+            at = self.view.view_center()
+        fnode = new_node(self.doc, type_id, self.node_origin(at))
+        self.doc.undo_stack.push(AddNode(self.doc, fnode))
+        self.scene.select_nodes([fnode.id])
+        return fnode.id
+
+    def delete_selection(self, label: str | None = None) -> bool:
+        nodes = self.scene.selected_node_ids()
+        wires = self.scene.selected_wire_indices()
+        if not nodes and not wires:
+            return False
+        cmd = RemoveItems(self.doc, nodes, wires)
+        if label:
+            cmd.setText(label)
+        self.doc.undo_stack.push(cmd)
+        return True
+
+    def copy_selection(self) -> bool:
+        ids = self.scene.selected_node_ids()
+        if not ids:
+            return False
+        text = fragment_json(self.doc, ids)
+        mime = QMimeData()
+        mime.setData(CLIPBOARD_MIME, text.encode("utf-8"))
+        mime.setText(text)
+        QGuiApplication.clipboard().setMimeData(mime)
+        return True
+
+    def cut_selection(self) -> bool:
+        if not self.copy_selection():
+            return False
+        return self.delete_selection("Cut")
+
+    def paste(self, at: QPointF | None = None) -> list[str]:
+        mime = QGuiApplication.clipboard().mimeData()
+        if mime is None:
+            return []
+        if mime.hasFormat(CLIPBOARD_MIME):
+            text = bytes(mime.data(CLIPBOARD_MIME).data()).decode("utf-8")
+        else:
+            text = mime.text()
+        return self.paste_text(text, at)
+
+    def paste_text(self, text: str, at: QPointF | None = None, label: str = "Paste") -> list[str]:
+        if at is None:
+            at = self.view.cursor_scene_pos()
+        origin = None
+        if at is not None:
+            origin = (snap(at.x()), snap(at.y())) if self.scene.snap_to_grid else (at.x(), at.y())
+        cmd = paste_command(self.doc, text, at=origin)
+        if cmd is None:
+            return []
+        cmd.setText(label)
+        self.doc.undo_stack.push(cmd)
+        ids = [n.id for n in cmd.nodes]
+        self.scene.select_nodes(ids)
+        return ids
+
+    def duplicate_selection(self) -> list[str]:
+        ids = self.scene.selected_node_ids()
+        if not ids:
+            return []
+        cmd = paste_command(self.doc, fragment_json(self.doc, ids), offset=(GRID * 2, GRID * 2))
+        if cmd is None:
+            return []
+        cmd.setText("Duplicate")
+        self.doc.undo_stack.push(cmd)
+        new_ids = [n.id for n in cmd.nodes]
+        self.scene.select_nodes(new_ids)
+        return new_ids
+
+    def select_all(self) -> None:
+        for item in self.scene.node_and_wire_items():
+            if item is not None:
+                item.setSelected(True)
+
+    def toggle_disabled(self, node_id: str) -> None:
+        fnode = self.doc.node(node_id)
+        if fnode is not None:
+            self.doc.undo_stack.push(SetDisabled(self.doc, node_id, not fnode.disabled))
+
+    # -- quick add ------------------------------------------------------------
+    def open_quick_add(self, text: str, at: QPointF, global_pos) -> None:
+        from ..panels.palette import QuickAdd
+
+        if self._quick_add is not None:
+            self._quick_add.close()
+            self._quick_add.deleteLater()
+        popup = QuickAdd(self.doc.registry, self.view)
+        popup.chosen.connect(lambda type_id: self.add_node(type_id, at))
+        self._quick_add = popup
+        popup.open_at(global_pos, text)
+        return popup

@@ -1,0 +1,660 @@
+"""Node and wire items: pictures of the document, nothing more.
+
+A NodeItem draws its ports itself instead of owning a child item per port:
+a 2,000-node flow then has 2,000 node items rather than 8,000 items, and
+port hit-testing is a few comparisons. Text is laid out once per change
+(QStaticText), never per frame, and each item draws less as the view zooms
+out (level of detail); far out, the scene draws an overview instead and the
+items are not painted at all (see scene.FlowScene.set_overview)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QPainter,
+    QPainterPath,
+    QPainterPathStroker,
+    QPen,
+    QPolygonF,
+    QStaticText,
+)
+from PySide6.QtWidgets import QGraphicsItem, QStyle, QStyleOptionGraphicsItem
+
+from .. import icons, theme
+
+# Geometry of a node, in scene units (1:1 = pixels).
+NODE_W = 168.0
+HEADER_H = 42.0
+ROW_H = 20.0
+FOOTER_H = 24.0
+RADIUS = 8.0
+PORT_R = 5.0
+PORT_HIT = 11.0
+ICON_BOX = 26.0
+GRID = 20.0
+
+# Zoom levels at which a node stops drawing text, and the scene switches to
+# its batched overview.
+LOD_TEXT = 0.42
+LOD_OVERVIEW = 0.2
+
+
+class Style:
+    """QColors and fonts for the current theme, built once per theme change
+    so that paint() never parses a colour or builds a font."""
+
+    def __init__(self) -> None:
+        self.refresh()
+
+    def refresh(self) -> None:
+        t = theme.current()
+        self.t = t
+        for attr in t.__dataclass_fields__:
+            if attr != "name":
+                setattr(self, attr, QColor(getattr(t, attr)))
+        self.title_font = theme.ui_font(9.5, QFont.Weight.DemiBold)
+        self.sub_font = theme.ui_font(8)
+        self.chip_font = theme.ui_font(7.5, QFont.Weight.DemiBold)
+        self.port_font = theme.ui_font(7.5)
+        self.title_fm = QFontMetricsF(self.title_font)
+        self.sub_fm = QFontMetricsF(self.sub_font)
+        self.chip_fm = QFontMetricsF(self.chip_font)
+        self.port_fm = QFontMetricsF(self.port_font)
+        self.white = QColor("#ffffff")
+
+
+_style: Style | None = None
+
+
+def style() -> Style:
+    global _style
+    if _style is None:
+        _style = Style()
+    return _style
+
+
+def refresh_style() -> None:
+    style().refresh()
+
+
+def snap(v: float, grid: float = GRID) -> float:
+    return round(v / grid) * grid
+
+
+@dataclass
+class PortInfo:
+    name: str
+    label: str
+    kind: str  # in | out | tools
+    pos: QPointF  # local coordinates
+
+
+@dataclass
+class NodeLook:
+    """Everything a node draws, derived from the document in one place."""
+
+    title: str
+    subtitle: str
+    color: str
+    icon: str
+    inputs: list[tuple[str, str]]
+    outputs: list[tuple[str, str]]
+    tools_port: str | None
+    tool_name: str | None
+    ai_count: int
+    errors: list[str]
+    warnings: list[str]
+    disabled: bool
+    tooltip: str
+
+
+def look_for(doc, node_id: str) -> NodeLook:
+    """Read the node's spec and settings from the document."""
+    from runtime.flow import tool_name as flow_tool_name
+    from runtime.spec import Scope
+
+    fnode = doc.node(node_id)
+    spec = doc.spec(node_id)
+    problems = doc.problems_for(node_id)
+    errors = [p.message for p in problems if p.severity == "error"]
+    warnings = [p.message for p in problems if p.severity == "warning"]
+    if spec is None:
+        return NodeLook(fnode.name or fnode.id, fnode.type, "#888888", "generic",
+                        [("in", "in")], [("out", "out")], None, None, 0,
+                        errors or [f"unknown node type '{fnode.type}'"], warnings,
+                        fnode.disabled, fnode.type)
+    outs = doc.output_ports(node_id)
+    kinds = {p.name: p for p in spec.outputs}
+    regular = [(n, (kinds[n].label if n in kinds and kinds[n].label else n)) for n in outs
+               if n not in kinds or kinds[n].kind != "tools"]
+    tools = next((n for n in outs if n in kinds and kinds[n].kind == "tools"), None)
+    ai_count = 0
+    for p in spec.params:
+        setting = fnode.params.get(p.name)
+        scope = setting.scope if setting else p.default_scope
+        if scope == Scope.AI:
+            ai_count += 1
+    summary = " ".join(spec.description.split("\n\n")[0].split())
+    tip = f"<b>{spec.name}</b> <span style='opacity:.7'>{spec.type}</span>"
+    if summary:
+        tip += f"<br>{summary}"
+    return NodeLook(
+        title=fnode.name or spec.name,
+        subtitle=spec.name if fnode.name and fnode.name != spec.name else spec.category,
+        color=spec.color or "#7a869a",
+        icon=spec.icon or "generic",
+        inputs=[(p.name, p.label or p.name) for p in spec.inputs],
+        outputs=regular,
+        tools_port=tools,
+        tool_name=flow_tool_name(spec, fnode) if spec.tool else None,
+        ai_count=ai_count,
+        errors=errors,
+        warnings=warnings,
+        disabled=fnode.disabled,
+        tooltip=tip,
+    )
+
+
+RUN_COLORS = {"running": "running", "done": "done", "error": "error"}
+
+
+class NodeItem(QGraphicsItem):
+    """One flow node. ``node_id`` is the only link to the model."""
+
+    Type = QGraphicsItem.UserType + 1
+
+    def __init__(self, node_id: str, look: NodeLook) -> None:
+        super().__init__()
+        self.node_id = node_id
+        self.setFlags(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable
+                      | QGraphicsItem.GraphicsItemFlag.ItemSendsGeometryChanges)
+        self.setAcceptHoverEvents(True)
+        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        self.wires: list[WireItem] = []
+        self._hover = False
+        self._hover_port: str | None = None
+        self._mark: tuple[str, bool, bool] | None = None  # (port, is_input, ok) while wiring
+        self.run_state = "idle"
+        self.run_count = 0
+        self.run_text = ""
+        self.set_look(look)
+
+    def type(self) -> int:
+        return self.Type
+
+    # -- model -> picture ---------------------------------------------------
+    def set_look(self, look: NodeLook) -> None:
+        self.prepareGeometryChange()
+        self.look = look
+        s = style()
+        rows = max(len(look.inputs), len(look.outputs))
+        self._body_rows = rows if rows > 1 else 0
+        h = HEADER_H + (self._body_rows * ROW_H + 6 if self._body_rows else 0)
+        self._chips = []
+        if look.tool_name or look.ai_count:
+            h += FOOTER_H
+        self.height = h
+        self.ports: list[PortInfo] = []
+        for i, (name, label) in enumerate(look.inputs):
+            self.ports.append(PortInfo(name, label, "in", QPointF(0, self._row_y(i, len(look.inputs)))))
+        for i, (name, label) in enumerate(look.outputs):
+            self.ports.append(PortInfo(name, label, "out",
+                                       QPointF(NODE_W, self._row_y(i, len(look.outputs)))))
+        if look.tools_port:
+            self.ports.append(PortInfo(look.tools_port, "tools", "tools",
+                                       QPointF(NODE_W / 2, h)))
+        text_x = 12 + ICON_BOX + 10
+        width = NODE_W - text_x - 12
+        self._title = QStaticText(s.title_fm.elidedText(look.title, Qt.TextElideMode.ElideRight, width))
+        self._title.setTextFormat(Qt.TextFormat.PlainText)
+        self._sub = QStaticText(s.sub_fm.elidedText(look.subtitle, Qt.TextElideMode.ElideRight, width))
+        self._sub.setTextFormat(Qt.TextFormat.PlainText)
+        self._port_labels = [(p, QStaticText(p.label)) for p in self.ports
+                             if p.kind == "out" and self._body_rows and len(look.outputs) > 1]
+        # Footer chips: what makes this node special for agents.
+        x = 10.0
+        if look.tool_name:
+            text = QStaticText(look.tool_name)
+            w = s.chip_fm.horizontalAdvance(look.tool_name) + 28
+            w = min(w, NODE_W - 20)
+            self._chips.append(("tool", QRectF(x, h - FOOTER_H + 4, w, 16), text))
+            x += w + 6
+        if look.ai_count:
+            label = f"AI {look.ai_count}"
+            w = s.chip_fm.horizontalAdvance(label) + 14
+            self._chips.append(("ai", QRectF(x, h - FOOTER_H + 4, w, 16), QStaticText(label)))
+        tip = look.tooltip
+        if look.tool_name:
+            tip += f"<br>Tool <b>{look.tool_name}</b>: wire it to an agent's tools port."
+        if look.ai_count:
+            tip += f"<br>{look.ai_count} parameter{'s' * (look.ai_count != 1)} filled by the AI."
+        for e in look.errors:
+            tip += f"<br><span style='color:{s.t.error}'>● {e}</span>"
+        for w in look.warnings:
+            tip += f"<br><span style='color:{s.t.warning}'>▲ {w}</span>"
+        self.setToolTip(tip)
+        self.update()
+
+    def _row_y(self, i: int, n: int) -> float:
+        if not self._body_rows:
+            return HEADER_H / 2
+        if n == 1:
+            return HEADER_H + (self._body_rows * ROW_H + 6) / 2
+        return HEADER_H + 3 + i * ROW_H + ROW_H / 2
+
+    def port(self, name: str, kind: str | None = None) -> PortInfo | None:
+        for p in self.ports:
+            if p.name == name and (kind is None or (p.kind == "in") == (kind == "in")):
+                return p
+        return None
+
+    def port_scene_pos(self, name: str, kind: str) -> QPointF:
+        p = self.port(name, kind)
+        if p is None:
+            local = QPointF(0 if kind == "in" else NODE_W, HEADER_H / 2)
+        else:
+            local = p.pos
+        return self.mapToScene(local)
+
+    def port_at(self, local: QPointF) -> PortInfo | None:
+        best, best_d = None, PORT_HIT
+        for p in self.ports:
+            d = QLineF(p.pos, local).length()
+            if d <= best_d:
+                best, best_d = p, d
+        return best
+
+    def set_mark(self, port: str | None, is_input: bool = True, ok: bool = True) -> None:
+        """Highlight a port as a wiring target (green) or a refused one (red)."""
+        mark = (port, is_input, ok) if port else None
+        if mark != self._mark:
+            self._mark = mark
+            self.update()
+
+    def set_run_state(self, state: str, count: int = 0, text: str = "") -> None:
+        if (state, count, text) == (self.run_state, self.run_count, self.run_text):
+            return
+        self.prepareGeometryChange()
+        self.run_state, self.run_count, self.run_text = state, count, text
+        self.update()
+
+    # -- QGraphicsItem ------------------------------------------------------
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+        extra = 22 if self.run_state != "idle" or self.look.tools_port else 0
+        return QRectF(-PORT_R - 4, -10, NODE_W + 2 * PORT_R + 8, self.height + 16 + extra)
+
+    def shape(self) -> QPainterPath:
+        path = QPainterPath()
+        path.addRoundedRect(QRectF(-PORT_R, 0, NODE_W + 2 * PORT_R, self.height), RADIUS, RADIUS)
+        return path
+
+    def itemChange(self, change, value):  # noqa: N802 - Qt override
+        if change == QGraphicsItem.GraphicsItemChange.ItemPositionHasChanged:
+            for w in self.wires:
+                w.update_path()
+        elif change == QGraphicsItem.GraphicsItemChange.ItemSelectedHasChanged:
+            self.setZValue(1 if value else 0)
+        return super().itemChange(change, value)
+
+    def hoverEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+        self._hover = True
+        self.update()
+
+    def hoverMoveEvent(self, event) -> None:  # noqa: N802 - Qt override
+        p = self.port_at(event.pos())
+        name = p.name if p else None
+        if name != self._hover_port:
+            self._hover_port = name
+            self.update()
+
+    def hoverLeaveEvent(self, event) -> None:  # noqa: N802 - Qt override
+        self._hover = False
+        self._hover_port = None
+        self.update()
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
+        s = style()
+        lod = QStyleOptionGraphicsItem.levelOfDetailFromTransform(painter.worldTransform())
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)
+        look = self.look
+        card = QRectF(0, 0, NODE_W, self.height)
+        accent = QColor(look.color)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        if look.disabled:
+            painter.setOpacity(0.5)
+
+        if lod < LOD_TEXT:
+            # Simplified: a card, its colour and its ports; no text.
+            painter.setPen(QPen(s.accent, 3) if selected else QPen(s.node_border, 1.5))
+            painter.setBrush(s.node)
+            painter.drawRoundedRect(card, RADIUS, RADIUS)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(accent)
+            painter.drawRoundedRect(QRectF(12, 8, ICON_BOX, ICON_BOX), 6, 6)
+            self._paint_ports(painter, s, simple=True)
+            self._paint_badges(painter, s, simple=True)
+            return
+
+        # Shadow, card, border.
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(s.node_shadow)
+        painter.drawRoundedRect(card.translated(0, 2), RADIUS, RADIUS)
+        painter.setBrush(s.node)
+        if self.run_state in RUN_COLORS:
+            border = QPen(getattr(s, RUN_COLORS[self.run_state]), 2)
+        elif selected:
+            border = QPen(s.accent, 2)
+        elif self._hover:
+            border = QPen(s.wire_hover, 1.2)
+        else:
+            border = QPen(s.node_border, 1)
+        if look.disabled:
+            border.setStyle(Qt.PenStyle.DashLine)
+        painter.setPen(border)
+        painter.drawRoundedRect(card, RADIUS, RADIUS)
+        if selected:
+            halo = QColor(s.accent)
+            halo.setAlpha(50)
+            painter.setPen(QPen(halo, 4))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRoundedRect(card.adjusted(-3, -3, 3, 3), RADIUS + 3, RADIUS + 3)
+
+        # Category colour: the icon's tile.
+        tile = QRectF(12, (HEADER_H - ICON_BOX) / 2, ICON_BOX, ICON_BOX)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(accent)
+        painter.drawRoundedRect(tile, 6, 6)
+        dpr = painter.device().devicePixelRatioF() if painter.device() else 1.0
+        scale = max(1.0, lod) * dpr
+        size = 16
+        img = icons.image(look.icon, "#ffffff", max(8, round(size * scale)))
+        painter.drawImage(QRectF(tile.x() + 5, tile.y() + 5, size, size), img)
+
+        # Title and subtitle.
+        text_x = tile.right() + 10
+        painter.setPen(s.text)
+        painter.setFont(s.title_font)
+        painter.drawStaticText(QPointF(text_x, 6), self._title)
+        painter.setPen(s.muted)
+        painter.setFont(s.sub_font)
+        painter.drawStaticText(QPointF(text_x, 23), self._sub)
+
+        if self._body_rows:
+            painter.setPen(QPen(s.node_border, 1))
+            painter.drawLine(QPointF(1, HEADER_H), QPointF(NODE_W - 1, HEADER_H))
+            painter.setFont(s.port_font)
+            painter.setPen(s.muted)
+            for p, text in self._port_labels:
+                w = s.port_fm.horizontalAdvance(p.label)
+                painter.drawStaticText(QPointF(NODE_W - 12 - w, p.pos.y() - 7), text)
+
+        if self._chips:
+            y = self.height - FOOTER_H
+            painter.setPen(QPen(s.node_border, 1))
+            painter.drawLine(QPointF(1, y), QPointF(NODE_W - 1, y))
+            painter.setFont(s.chip_font)
+            for kind, rect, text in self._chips:
+                color = s.tools if kind == "tool" else s.ai
+                fill = QColor(color)
+                fill.setAlpha(38 if not s.t.dark else 60)
+                painter.setPen(Qt.PenStyle.NoPen)
+                painter.setBrush(fill)
+                painter.drawRoundedRect(rect, 8, 8)
+                painter.setPen(color)
+                if kind == "tool":
+                    img = icons.image("wrench", color.name(), max(8, round(11 * scale)))
+                    painter.drawImage(QRectF(rect.x() + 6, rect.y() + 2.5, 11, 11), img)
+                    painter.drawStaticText(QPointF(rect.x() + 20, rect.y() + 1.5), text)
+                else:
+                    painter.drawStaticText(QPointF(rect.x() + 7, rect.y() + 1.5), text)
+
+        self._paint_ports(painter, s, simple=False)
+        self._paint_badges(painter, s, simple=False)
+        if self.run_state != "idle":
+            self._paint_run_state(painter, s)
+
+    def _paint_ports(self, painter: QPainter, s: Style, simple: bool) -> None:
+        for p in self.ports:
+            color = s.tools if p.kind == "tools" else s.wire
+            fill = s.node
+            radius = PORT_R
+            if self._mark and self._mark[0] == p.name and (p.kind == "in") == self._mark[1]:
+                color = s.done if self._mark[2] else s.refused
+                fill = color
+                radius = PORT_R + 2
+            elif self._hover_port == p.name and not simple:
+                color = s.accent if p.kind != "tools" else s.tools
+                fill = color
+                radius = PORT_R + 1
+            painter.setPen(QPen(color, 2))
+            painter.setBrush(fill)
+            if p.kind == "tools":
+                r = radius + 1.5
+                x, y = p.pos.x(), p.pos.y()
+                painter.drawPolygon(QPolygonF([QPointF(x, y - r), QPointF(x + r, y),
+                                               QPointF(x, y + r), QPointF(x - r, y)]))
+                if not simple:
+                    painter.setFont(s.port_font)
+                    painter.setPen(s.tools)
+                    painter.drawText(QPointF(x + r + 5, y + 14), "tools")
+            else:
+                painter.drawEllipse(p.pos, radius, radius)
+
+    def _paint_badges(self, painter: QPainter, s: Style, simple: bool) -> None:
+        look = self.look
+        if not (look.errors or look.warnings):
+            return
+        color = s.error if look.errors else s.warning
+        center = QPointF(NODE_W - 2, 0)
+        painter.setPen(QPen(s.node, 2))
+        painter.setBrush(color)
+        painter.drawEllipse(center, 8, 8)
+        if not simple:
+            painter.setPen(QPen(s.white, 2, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap))
+            painter.drawLine(QPointF(center.x(), center.y() - 4), QPointF(center.x(), center.y() + 1))
+            painter.drawPoint(QPointF(center.x(), center.y() + 4))
+
+    def _paint_run_state(self, painter: QPainter, s: Style) -> None:
+        color = getattr(s, RUN_COLORS.get(self.run_state, "muted"), s.muted)
+        y = self.height + 14 if not self.look.tools_port else self.height + 14
+        x = 4.0
+        if self.look.tools_port:
+            x = NODE_W / 2 + 44
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(color)
+        painter.drawEllipse(QPointF(x + 4, y), 4, 4)
+        parts = [self.run_text or self.run_state]
+        if self.run_count:
+            parts.append(str(self.run_count))
+        painter.setPen(s.muted)
+        painter.setFont(s.sub_font)
+        text = s.sub_fm.elidedText(" · ".join(parts), Qt.TextElideMode.ElideRight, NODE_W - x - 14)
+        painter.drawText(QPointF(x + 13, y + 4), text)
+
+
+class WireItem(QGraphicsItem):
+    """A bezier from an output port to an input port. Wires from an agent's
+    tools port leave the bottom edge, dashed, in the tools colour."""
+
+    Type = QGraphicsItem.UserType + 2
+
+    def __init__(self, source: NodeItem, sport: str, target: NodeItem, dport: str,
+                 tools: bool = False) -> None:
+        super().__init__()
+        self.source, self.sport, self.target, self.dport = source, sport, target, dport
+        self.tools = tools
+        self.setFlags(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable)
+        self.setAcceptHoverEvents(True)
+        self.setZValue(-1)
+        self._hover = False
+        self.activity = 0
+        self.flash = False
+        self._path = QPainterPath()
+        self._shape = QPainterPath()
+        self._rect = QRectF()
+        source.wires.append(self)
+        target.wires.append(self)
+        self.update_path()
+
+    def type(self) -> int:
+        return self.Type
+
+    def detach(self) -> None:
+        for item in (self.source, self.target):
+            if self in item.wires:
+                item.wires.remove(self)
+
+    def endpoints(self) -> tuple[QPointF, QPointF]:
+        kind = "tools" if self.tools else "out"
+        return (self.source.port_scene_pos(self.sport, kind),
+                self.target.port_scene_pos(self.dport, "in"))
+
+    def update_path(self) -> None:
+        a, b = self.endpoints()
+        self.prepareGeometryChange()
+        self._path = wire_path(a, b, self.tools)
+        stroker = QPainterPathStroker()
+        stroker.setWidth(12)
+        self._shape = stroker.createStroke(self._path)
+        self._rect = self._path.controlPointRect().adjusted(-6, -6, 6, 6)
+        if self.activity:
+            self._rect = self._rect.united(self._label_rect())
+
+    def set_activity(self, count: int) -> None:
+        """Messages seen on this wire during a run; 0 clears the label."""
+        changed = count != self.activity
+        self.prepareGeometryChange()
+        self.activity = count
+        self.flash = count > 0 and changed
+        self.update_path()
+        self.update()
+
+    def _label_rect(self) -> QRectF:
+        mid = self._path.pointAtPercent(0.5)
+        w = style().chip_fm.horizontalAdvance(str(self.activity)) + 12
+        return QRectF(mid.x() - w / 2, mid.y() - 8, w, 16)
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+        return self._rect
+
+    def shape(self) -> QPainterPath:
+        return self._shape
+
+    def hoverEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+        self._hover = True
+        self.update()
+
+    def hoverLeaveEvent(self, event) -> None:  # noqa: N802 - Qt override
+        self._hover = False
+        self.update()
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
+        s = style()
+        lod = QStyleOptionGraphicsItem.levelOfDetailFromTransform(painter.worldTransform())
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)
+        color = s.tools if self.tools else s.wire
+        width = 2.0
+        if selected:
+            color, width = (s.accent, 3.0)
+        elif self.flash:
+            color, width = (s.running, 3.0)
+        elif self._hover:
+            color = s.wire_hover if not self.tools else s.tools
+            width = 2.6
+        pen = QPen(color, width, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap)
+        if self.tools:
+            pen.setDashPattern([4, 3])
+        if lod < LOD_TEXT:
+            pen.setCosmetic(True)
+            pen.setWidthF(1.5 if not selected else 2.5)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawPath(self._path)
+        if self.activity and lod >= LOD_TEXT:
+            rect = self._label_rect()
+            painter.setPen(QPen(color, 1))
+            painter.setBrush(s.node)
+            painter.drawRoundedRect(rect, 8, 8)
+            painter.setFont(s.chip_font)
+            painter.setPen(s.text)
+            painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, str(self.activity))
+
+
+def wire_path(a: QPointF, b: QPointF, tools: bool = False) -> QPainterPath:
+    path = QPainterPath(a)
+    dx = max(40.0, abs(b.x() - a.x()) * 0.5)
+    if tools:
+        dy = max(40.0, abs(b.y() - a.y()) * 0.6)
+        path.cubicTo(QPointF(a.x(), a.y() + dy), QPointF(b.x() - dx, b.y()), b)
+    else:
+        if b.x() < a.x():  # a wire going back: loop out to the sides
+            dx = max(dx, 80.0)
+        path.cubicTo(QPointF(a.x() + dx, a.y()), QPointF(b.x() - dx, b.y()), b)
+    return path
+
+
+class DraftWire(QGraphicsItem):
+    """The wire under the mouse while one is being drawn; over a refused port
+    it turns red and says why, next to the cursor."""
+
+    def __init__(self, start: QPointF, tools: bool, reverse: bool = False) -> None:
+        super().__init__()
+        self.start, self.end, self.tools, self.reverse = start, start, tools, reverse
+        self.ok: bool | None = None
+        self.reason = ""
+        self.setZValue(10)
+        self._path = QPainterPath()
+        self._rect = QRectF()
+
+    def set_end(self, end: QPointF, ok: bool | None) -> None:
+        self.prepareGeometryChange()
+        self.end, self.ok = end, ok
+        a, b = (self.end, self.start) if self.reverse else (self.start, self.end)
+        self._path = wire_path(a, b, self.tools)
+        self._rect = self._path.controlPointRect().adjusted(-4, -4, 4, 4)
+        if self.reason:
+            self._rect = self._rect.united(self._reason_rect())
+        self.update()
+
+    def _reason_rect(self) -> QRectF:
+        w = style().sub_fm.horizontalAdvance(self.reason) + 16
+        return QRectF(self.end.x() + 14, self.end.y() + 12, w, 20)
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+        return self._rect
+
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        s = style()
+        color = s.tools if self.tools else s.accent
+        if self.ok is False:
+            color = s.refused
+        elif self.ok:
+            color = s.done
+        pen = QPen(color, 2, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap)
+        if self.tools:
+            pen.setDashPattern([4, 3])
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawPath(self._path)
+        if self.reason:
+            rect = self._reason_rect()
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(s.refused)
+            painter.drawRoundedRect(rect, 6, 6)
+            painter.setPen(s.white)
+            painter.setFont(s.sub_font)
+            painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, self.reason)
+
+
+def selection_brush() -> QBrush:
+    c = QColor(style().accent)
+    c.setAlpha(30)
+    return QBrush(c)

@@ -1,0 +1,248 @@
+"""The canvas view: zoom (wheel, keys), pan (middle drag, Space+drag),
+fit, drops from the palette and of flow files, and quick add by typing."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QCursor, QPainter
+from PySide6.QtWidgets import QFrame, QGraphicsView
+
+from .items import LOD_OVERVIEW
+from .scene import FlowScene
+
+NODE_MIME = "application/x-switchboard-node-type"
+MIN_ZOOM, MAX_ZOOM = 0.03, 3.0
+
+
+def flow_file_from_mime(mime) -> str | None:
+    if not mime.hasUrls():
+        return None
+    for url in mime.urls():
+        path = url.toLocalFile()
+        if path.endswith(".json"):
+            return path
+    return None
+
+
+class FlowView(QGraphicsView):
+    zoom_changed = Signal(float)
+    node_dropped = Signal(str, QPointF)  # type id, scene position
+    file_dropped = Signal(str)
+    quick_add_requested = Signal(str, QPointF, QPoint)  # typed text, scene pos, global pos
+
+    def __init__(self, scene: FlowScene, parent=None) -> None:
+        super().__init__(scene, parent)
+        self.setRenderHints(QPainter.RenderHint.Antialiasing
+                            | QPainter.RenderHint.TextAntialiasing
+                            | QPainter.RenderHint.SmoothPixmapTransform)
+        # Items draw inside their bounding rects (they include a margin), so
+        # Qt need not widen every exposed rect for antialiasing.
+        self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontAdjustForAntialiasing, True)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
+        self.setCacheMode(QGraphicsView.CacheModeFlag.CacheBackground)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setDragMode(QGraphicsView.DragMode.NoDrag)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setAcceptDrops(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self._pan_from: QPoint | None = None
+        self._space = False
+
+    @property
+    def flow_scene(self) -> FlowScene:
+        return self.scene()
+
+    # -- zoom and fit ------------------------------------------------------------
+    def zoom(self) -> float:
+        return self.transform().m11()
+
+    def set_zoom(self, value: float, anchor_under_mouse: bool = False) -> None:
+        value = max(MIN_ZOOM, min(MAX_ZOOM, value))
+        factor = value / self.zoom()
+        if abs(factor - 1.0) < 1e-6:
+            return
+        old = self.transformationAnchor()
+        if not anchor_under_mouse:
+            self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.scale(factor, factor)
+        self.setTransformationAnchor(old)
+        self._scale_changed()
+
+    def zoom_in(self) -> None:
+        self.set_zoom(self.zoom() * 1.25)
+
+    def zoom_out(self) -> None:
+        self.set_zoom(self.zoom() / 1.25)
+
+    def reset_zoom(self) -> None:
+        self.set_zoom(1.0)
+
+    def fit_rect(self, rect: QRectF, max_zoom: float = 1.0) -> None:
+        if rect.isNull() or rect.isEmpty():
+            self.set_zoom(1.0)
+            self.centerOn(0, 0)
+            return
+        rect = rect.adjusted(-40, -40, 40, 40)
+        vp = self.viewport().rect()
+        scale = min(vp.width() / rect.width(), vp.height() / rect.height())
+        self.set_zoom(min(max_zoom, scale))
+        self.centerOn(rect.center())
+
+    def fit_all(self) -> None:
+        self.fit_rect(self.flow_scene.nodes_rect())
+
+    def fit_selection(self) -> None:
+        ids = set(self.flow_scene.selected_node_ids())
+        self.fit_rect(self.flow_scene.nodes_rect(ids) if ids else self.flow_scene.nodes_rect())
+
+    def center_on_node(self, node_id: str) -> None:
+        item = self.flow_scene.item_for_node(node_id)
+        if item is not None:
+            if self.zoom() < 0.6:
+                self.set_zoom(1.0)
+            self.centerOn(item.sceneBoundingRect().center())
+
+    def view_center(self) -> QPointF:
+        return self.mapToScene(self.viewport().rect().center())
+
+    def cursor_scene_pos(self) -> QPointF | None:
+        local = self.viewport().mapFromGlobal(QCursor.pos())
+        if self.viewport().rect().contains(local):
+            return self.mapToScene(local)
+        return None
+
+    def _scale_changed(self) -> None:
+        z = self.zoom()
+        self.flow_scene.set_overview(z < LOD_OVERVIEW)
+        self.zoom_changed.emit(z)
+
+    # -- mouse ----------------------------------------------------------------
+    def wheelEvent(self, event) -> None:  # noqa: N802 - Qt override
+        delta = event.angleDelta()
+        if event.modifiers() & Qt.KeyboardModifier.ShiftModifier or delta.x():
+            dx = delta.x() or delta.y()
+            dy = delta.y() if delta.x() else 0
+            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() - dx)
+            if dy:
+                self.verticalScrollBar().setValue(self.verticalScrollBar().value() - dy)
+            event.accept()
+            return
+        if delta.y() == 0:
+            return
+        factor = 1.0015 ** delta.y()
+        self.set_zoom(self.zoom() * factor, anchor_under_mouse=True)
+        event.accept()
+
+    def _start_pan(self, event) -> None:
+        self._pan_from = event.position().toPoint()
+        self.viewport().setCursor(Qt.CursorShape.ClosedHandCursor)
+        event.accept()
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.button() == Qt.MouseButton.MiddleButton or (
+                event.button() == Qt.MouseButton.LeftButton and self._space):
+            self._start_pan(event)
+            return
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if self._pan_from is not None:
+            pos = event.position().toPoint()
+            d = pos - self._pan_from
+            self._pan_from = pos
+            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() - d.x())
+            self.verticalScrollBar().setValue(self.verticalScrollBar().value() - d.y())
+            event.accept()
+            return
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if self._pan_from is not None:
+            self._pan_from = None
+            self.viewport().setCursor(Qt.CursorShape.OpenHandCursor if self._space
+                                      else Qt.CursorShape.ArrowCursor)
+            event.accept()
+            return
+        super().mouseReleaseEvent(event)
+
+    # -- keys -----------------------------------------------------------------
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Tab \
+                and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
+            self._request_quick_add("")
+            return True
+        return super().event(event)
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.key() == Qt.Key.Key_Space and not event.isAutoRepeat():
+            self._space = True
+            self.viewport().setCursor(Qt.CursorShape.OpenHandCursor)
+            event.accept()
+            return
+        scene = self.flow_scene
+        if scene.interaction is not None:
+            super().keyPressEvent(event)
+            return
+        if event.key() == Qt.Key.Key_Escape:
+            scene.clearSelection()
+            event.accept()
+            return
+        text = event.text()
+        mods = event.modifiers() & ~(Qt.KeyboardModifier.ShiftModifier
+                                     | Qt.KeyboardModifier.KeypadModifier)
+        if text and text.isprintable() and not text.isspace() and not mods:
+            self._request_quick_add(text)
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def keyReleaseEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.key() == Qt.Key.Key_Space and not event.isAutoRepeat():
+            self._space = False
+            if self._pan_from is None:
+                self.viewport().setCursor(Qt.CursorShape.ArrowCursor)
+            event.accept()
+            return
+        super().keyReleaseEvent(event)
+
+    def _request_quick_add(self, text: str) -> None:
+        pos = self.cursor_scene_pos()
+        if pos is None:
+            pos = self.view_center()
+        global_pos = self.viewport().mapToGlobal(self.mapFromScene(pos))
+        self.quick_add_requested.emit(text, pos, global_pos)
+
+    # -- drops ------------------------------------------------------------------
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+        mime = event.mimeData()
+        if mime.hasFormat(NODE_MIME) or flow_file_from_mime(mime):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dragMoveEvent(self, event) -> None:  # noqa: N802 - Qt override
+        mime = event.mimeData()
+        if mime.hasFormat(NODE_MIME) or flow_file_from_mime(mime):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dragLeaveEvent(self, event) -> None:  # noqa: N802 - Qt override
+        event.accept()
+
+    def dropEvent(self, event) -> None:  # noqa: N802 - Qt override
+        mime = event.mimeData()
+        if mime.hasFormat(NODE_MIME):
+            type_id = bytes(mime.data(NODE_MIME).data()).decode("utf-8")
+            self.node_dropped.emit(type_id, self.mapToScene(event.position().toPoint()))
+            event.acceptProposedAction()
+            return
+        path = flow_file_from_mime(mime)
+        if path:
+            self.file_dropped.emit(path)
+            event.acceptProposedAction()
+            return
+        event.ignore()

@@ -1,0 +1,646 @@
+"""The designer's main window: canvas in the middle, palette on the left,
+properties on the right, the inspector reserved at the bottom; menus and a
+toolbar for files, editing and view; recent files and layout in QSettings.
+
+It holds one FlowDocument for its whole life: opening a file resets that
+document, so the scene, panels and autosave stay connected to it."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QMessageBox,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from runtime.flow import Flow, FlowError, Problem, load_flow
+
+from . import icons, theme
+from .autosave import Autosave, Recovery, find_recoverable
+from .canvas.editor import CanvasEditor
+from .canvas.scene import FlowScene
+from .canvas.view import FlowView, flow_file_from_mime
+from .document import FlowDocument
+from .panels.palette import Palette
+
+log = logging.getLogger(__name__)
+
+APP_NAME = "Switchboard"
+MAX_RECENT = 10
+FLOW_FILTER = "Flows (*.flow.json);;JSON files (*.json);;All files (*)"
+
+
+def settings() -> QSettings:
+    return QSettings("Switchboard", "Switchboard")
+
+
+def describe_problems(problems: list[Problem], limit: int = 12) -> str:
+    lines = []
+    for p in problems[:limit]:
+        where = []
+        if p.node:
+            where.append(f"node '{p.node}'")
+        if p.field:
+            where.append(p.field)
+        prefix = f"{', '.join(where)}: " if where else ""
+        lines.append(f"• {prefix}{p.message}")
+    if len(problems) > limit:
+        lines.append(f"… and {len(problems) - limit} more")
+    return "\n".join(lines)
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, document: FlowDocument | None = None, *, registry=None,
+                 autosave_interval_ms: int | None = None, restore_layout: bool = True) -> None:
+        super().__init__()
+        self.setObjectName("SwitchboardMainWindow")
+        self.document = document or FlowDocument(registry=registry)
+        self.scene = FlowScene(self.document, self)
+        self.view = FlowView(self.scene, self)
+        self.editor = CanvasEditor(self.scene, self.view, self)
+        self.setCentralWidget(self.view)
+        self.node_context_actions: list = []
+        self._theme_mode = "system"
+        self.setAcceptDrops(True)
+        self.setDockNestingEnabled(False)
+
+        self._build_docks()
+        self._build_actions()
+        self._build_menus()
+        self._build_toolbar()
+        self._build_status()
+
+        kwargs = {"interval_ms": autosave_interval_ms} if autosave_interval_ms else {}
+        self.autosave = Autosave(self.document, parent=self, **kwargs)
+
+        d = self.document
+        d.undo_stack.cleanChanged.connect(self._update_title)
+        d.path_changed.connect(self._update_title)
+        d.flow_reset.connect(self._update_title)
+        d.changed.connect(self._update_counts)
+        d.problems_changed.connect(self._update_counts)
+        self.scene.selectionChanged.connect(self._on_selection)
+        self.scene.message.connect(self._show_message)
+        self.scene.node_context_menu.connect(self._node_menu)
+        self.scene.canvas_context_menu.connect(self._canvas_menu)
+        self.scene.node_activated.connect(self._edit_node)
+        self.view.node_dropped.connect(lambda t, pos: self.editor.add_node(t, pos))
+        self.view.file_dropped.connect(self.open_path)
+        self.view.quick_add_requested.connect(self.editor.open_quick_add)
+        self.view.zoom_changed.connect(self._update_zoom)
+        self.palette.add_requested.connect(self._add_from_palette)
+
+        self.resize(1360, 860)
+        if restore_layout:
+            self._restore_layout()
+        self._update_title()
+        self._update_counts()
+        self._update_zoom(self.view.zoom())
+        self._install_run_integration()
+
+    # -- construction -----------------------------------------------------------
+    def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                         | QDockWidget.DockWidgetFeature.DockWidgetClosable
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _build_docks(self) -> None:
+        self.palette = Palette(self.document.registry)
+        self.palette_dock = self._dock("Nodes", "palette", self.palette,
+                                       Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.properties = self._make_properties()
+        self.properties_dock = self._dock("Properties", "properties", self.properties,
+                                          Qt.DockWidgetArea.RightDockWidgetArea)
+        self.inspector_dock = self._dock("Inspector", "inspector", QWidget(),
+                                         Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.inspector_dock.hide()  # the run integration shows it when it has content
+        self.resizeDocks([self.palette_dock, self.properties_dock], [230, 320],
+                         Qt.Orientation.Horizontal)
+
+    def _make_properties(self) -> QWidget:
+        try:
+            from .panels.properties import PropertiesPanel
+        except ImportError:
+            return _PropertiesPlaceholder()
+        try:
+            return PropertiesPanel(self.document, self)
+        except Exception:  # a broken panel must not take the window down
+            log.exception("cannot build the properties panel")
+            return _PropertiesPlaceholder()
+
+    def _action(self, text: str, slot=None, shortcut=None, icon: str | None = None,
+                tip: str = "", view_only: bool = False) -> QAction:
+        action = QAction(text, self)
+        if icon:
+            action.setIcon(icons.icon(icon, theme.current().text, 18))
+            action.setData(icon)
+        if shortcut is not None:
+            keys = shortcut if isinstance(shortcut, list) else [shortcut]
+            action.setShortcuts([QKeySequence(k) for k in keys])
+        if tip:
+            action.setStatusTip(tip)
+            action.setToolTip(f"{text.replace('&', '').replace('…', '')}"
+                              f"{' (' + action.shortcut().toString(QKeySequence.SequenceFormat.NativeText) + ')' if shortcut is not None else ''}")
+        if slot is not None:
+            action.triggered.connect(lambda checked=False: slot())
+        if view_only:
+            # Canvas shortcuts must not fire while typing in a panel.
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            self.view.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        K = QKeySequence.StandardKey
+        a = self._action
+        self.new_action = a("&New", self.new_flow, K.New, "new", "Start an empty flow")
+        self.open_action = a("&Open…", self.open_dialog, K.Open, "open", "Open a flow file")
+        self.save_action = a("&Save", self.save, K.Save, "save", "Save the flow")
+        self.save_as_action = a("Save &As…", self.save_as, K.SaveAs, None, "Save under a new name")
+        self.quit_action = a("&Quit", self.close, K.Quit)
+        stack = self.document.undo_stack
+        self.undo_action = stack.createUndoAction(self, "&Undo")
+        self.undo_action.setShortcuts([QKeySequence(K.Undo)])
+        self.undo_action.setIcon(icons.icon("undo", theme.current().text, 18))
+        self.undo_action.setData("undo")
+        self.redo_action = stack.createRedoAction(self, "&Redo")
+        self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
+        self.redo_action.setIcon(icons.icon("redo", theme.current().text, 18))
+        self.redo_action.setData("redo")
+        self.cut_action = a("Cu&t", self.editor.cut_selection, K.Cut, view_only=True)
+        self.copy_action = a("&Copy", self.editor.copy_selection, K.Copy, view_only=True)
+        self.paste_action = a("&Paste", self.editor.paste, K.Paste, view_only=True)
+        self.duplicate_action = a("D&uplicate", self.editor.duplicate_selection, "Ctrl+D",
+                                  view_only=True)
+        self.delete_action = a("&Delete", self.editor.delete_selection,
+                               [QKeySequence(K.Delete), QKeySequence("Backspace")], view_only=True)
+        self.select_all_action = a("Select &All", self.editor.select_all, K.SelectAll,
+                                   view_only=True)
+        self.zoom_in_action = a("Zoom &In", self.view.zoom_in, [K.ZoomIn, "Ctrl+="],
+                                view_only=True)
+        self.zoom_out_action = a("Zoom &Out", self.view.zoom_out, K.ZoomOut, view_only=True)
+        self.zoom_reset_action = a("&Actual Size", self.view.reset_zoom, "Ctrl+0", view_only=True)
+        self.fit_action = a("&Fit to Window", self.view.fit_all, "F", "fit",
+                            "Show the whole flow", view_only=True)
+        self.snap_action = a("&Snap to Grid")
+        self.snap_action.setCheckable(True)
+        self.snap_action.setChecked(True)
+        self.snap_action.toggled.connect(self._set_snap)
+        self.run_action = a("&Run", self._run_placeholder, "F5", "run", "Run the flow")
+        self.stop_action = a("S&top", self._stop_placeholder, "Shift+F5", "stop", "Stop the run")
+        self.stop_action.setEnabled(False)
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        m = mb.addMenu("&File")
+        m.addActions([self.new_action, self.open_action])
+        self.recent_menu = m.addMenu("Open &Recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        m.addSeparator()
+        m.addActions([self.save_action, self.save_as_action])
+        m.addSeparator()
+        m.addAction(self.quit_action)
+        m = mb.addMenu("&Edit")
+        m.addActions([self.undo_action, self.redo_action])
+        m.addSeparator()
+        m.addActions([self.cut_action, self.copy_action, self.paste_action,
+                      self.duplicate_action, self.delete_action])
+        m.addSeparator()
+        m.addAction(self.select_all_action)
+        m = mb.addMenu("&View")
+        m.addActions([self.zoom_in_action, self.zoom_out_action, self.zoom_reset_action,
+                      self.fit_action])
+        m.addSeparator()
+        m.addAction(self.snap_action)
+        m.addSeparator()
+        for dock in (self.palette_dock, self.properties_dock, self.inspector_dock):
+            m.addAction(dock.toggleViewAction())
+        m.addSeparator()
+        tm = m.addMenu("&Theme")
+        group = QActionGroup(self)
+        self.theme_actions = {}
+        for mode, label in (("system", "Follow &System"), ("light", "&Light"), ("dark", "&Dark")):
+            act = tm.addAction(label)
+            act.setCheckable(True)
+            act.setChecked(mode == "system")
+            act.triggered.connect(lambda checked=False, mode=mode: self.set_theme(mode))
+            group.addAction(act)
+            self.theme_actions[mode] = act
+        m = mb.addMenu("&Run")
+        m.addActions([self.run_action, self.stop_action])
+        m = mb.addMenu("&Help")
+        m.addAction("&Keyboard Shortcuts", self._show_shortcuts)
+        m.addAction(f"&About {APP_NAME}", self._about)
+
+    def _build_toolbar(self) -> None:
+        tb = QToolBar("Main", self)
+        tb.setObjectName("main_toolbar")
+        tb.setMovable(False)
+        tb.setIconSize(QSize(18, 18))
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+        tb.addActions([self.new_action, self.open_action, self.save_action])
+        tb.addSeparator()
+        tb.addActions([self.undo_action, self.redo_action])
+        tb.addSeparator()
+        tb.addAction(self.run_action)
+        tb.addAction(self.stop_action)
+        tb.addSeparator()
+        tb.addAction(self.fit_action)
+        for act in (self.run_action, self.stop_action):
+            btn = tb.widgetForAction(act)
+            if btn is not None:
+                btn.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.addToolBar(tb)
+        self.toolbar = tb
+
+    def _build_status(self) -> None:
+        sb = self.statusBar()
+        self.problems_label = QLabel()
+        self.counts_label = QLabel()
+        self.zoom_label = QLabel()
+        for w in (self.problems_label, self.counts_label, self.zoom_label):
+            w.setContentsMargins(8, 0, 8, 0)
+            sb.addPermanentWidget(w)
+
+    def _install_run_integration(self) -> None:
+        try:
+            from . import run_integration
+        except ImportError as exc:
+            if getattr(exc, "name", "") != f"{__package__}.run_integration":
+                log.warning("run integration unavailable: %s", exc)
+            return
+        try:
+            run_integration.install(self)
+        except Exception:
+            log.exception("cannot install the run integration")
+
+    # -- title, status ----------------------------------------------------------
+    def display_name(self) -> str:
+        doc = self.document
+        if doc.path:
+            return doc.path.name
+        return doc.flow.name or "Untitled"
+
+    def _update_title(self, *args) -> None:
+        self.setWindowTitle(f"{self.display_name()}[*] — {APP_NAME}")
+        self.setWindowModified(self.document.modified)
+
+    def _update_counts(self, *args) -> None:
+        flow = self.document.flow
+        n, w = len(flow.nodes), len(flow.wires)
+        self.counts_label.setText(f"{n} node{'s' * (n != 1)} · {w} wire{'s' * (w != 1)}")
+        errors = sum(1 for p in self.document.problems if p.severity == "error")
+        warnings = len(self.document.problems) - errors
+        t = theme.current()
+        if errors:
+            self.problems_label.setText(f"● {errors} error{'s' * (errors != 1)}")
+            self.problems_label.setStyleSheet(f"color: {t.error};")
+        elif warnings:
+            self.problems_label.setText(f"▲ {warnings} warning{'s' * (warnings != 1)}")
+            self.problems_label.setStyleSheet(f"color: {t.warning};")
+        else:
+            self.problems_label.setText("")
+        tips = "\n".join(str(p) for p in self.document.problems[:20])
+        self.problems_label.setToolTip(tips)
+
+    def _update_zoom(self, z: float) -> None:
+        self.zoom_label.setText(f"{round(z * 100)}%")
+
+    def _show_message(self, text: str) -> None:
+        if text:
+            self.statusBar().showMessage(text, 6000)
+        else:
+            self.statusBar().clearMessage()
+
+    # -- selection and the run integration's entry points ------------------------
+    def _on_selection(self) -> None:
+        ids = self.scene.selected_node_ids()
+        node_id = ids[0] if len(ids) == 1 else None
+        set_node = getattr(self.properties, "set_node", None)
+        if set_node is not None:
+            try:
+                set_node(node_id)
+            except Exception:
+                log.exception("properties panel failed on %s", node_id)
+
+    def select_node(self, node_id: str) -> None:
+        self.scene.select_nodes([node_id])
+        self.view.center_on_node(node_id)
+
+    def _edit_node(self, node_id: str) -> None:
+        self.properties_dock.show()
+        self.properties_dock.raise_()
+        self.properties.setFocus()
+
+    def _add_from_palette(self, type_id: str) -> None:
+        self.editor.add_node(type_id)
+        self.view.setFocus()
+
+    def build_node_menu(self, node_id: str) -> QMenu:
+        menu = QMenu(self)
+        fnode = self.document.node(node_id)
+        menu.addAction("Edit Properties", lambda: self._edit_node(node_id))
+        menu.addSeparator()
+        menu.addActions([self.duplicate_action, self.copy_action, self.cut_action,
+                         self.delete_action])
+        menu.addSeparator()
+        menu.addAction("Enable" if fnode and fnode.disabled else "Disable",
+                       lambda: self.editor.toggle_disabled(node_id))
+        extra = []
+        for make in self.node_context_actions:
+            try:
+                action = make(node_id)
+            except Exception:
+                log.exception("node context action failed")
+                continue
+            if action is not None:
+                extra.append(action)
+        if extra:
+            menu.addSeparator()
+            menu.addActions(extra)
+        return menu
+
+    def _node_menu(self, node_id: str, global_pos) -> None:
+        menu = self.build_node_menu(node_id)
+        menu.exec(global_pos)
+        menu.deleteLater()
+
+    def _canvas_menu(self, scene_pos, global_pos) -> None:
+        menu = QMenu(self)
+        menu.addAction("Add Node…", lambda: self.editor.open_quick_add(
+            "", scene_pos, global_pos))
+        paste = menu.addAction("Paste", lambda: self.editor.paste(scene_pos))
+        paste.setShortcut(self.paste_action.shortcut())
+        menu.addSeparator()
+        menu.addActions([self.select_all_action, self.fit_action])
+        menu.exec(global_pos)
+        menu.deleteLater()
+
+    def _set_snap(self, on: bool) -> None:
+        self.scene.snap_to_grid = on
+
+    def _run_placeholder(self) -> None:
+        self.statusBar().showMessage("Running from the designer is not available in this build; "
+                                     "use `switchboard run FLOW`.", 6000)
+
+    def _stop_placeholder(self) -> None:
+        pass
+
+    # -- files ------------------------------------------------------------------
+    def maybe_save(self) -> bool:
+        """True when it is fine to drop the current flow (saved or discarded)."""
+        if not self.document.modified:
+            return True
+        answer = QMessageBox.question(
+            self, "Unsaved changes",
+            f"Save the changes to “{self.display_name()}” before closing it?",
+            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+            | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Save)
+        if answer == QMessageBox.StandardButton.Save:
+            return self.save()
+        return answer == QMessageBox.StandardButton.Discard
+
+    def new_flow(self) -> None:
+        if not self.maybe_save():
+            return
+        self.document.reset(Flow(name="Untitled"), None)
+        self.view.reset_zoom()
+        self.view.centerOn(400, 300)
+
+    def open_dialog(self) -> None:
+        start = str(self.document.path.parent) if self.document.path else str(Path.home())
+        path, _ = QFileDialog.getOpenFileName(self, "Open Flow", start, FLOW_FILTER)
+        if path:
+            self.open_path(path)
+
+    def open_path(self, path: str | Path, *, as_copy: bool = False, ask: bool = True) -> bool:
+        """Open a flow file in this window. A file that cannot be read opens
+        a dialog naming every problem; the current flow stays as it was.
+        ``as_copy`` opens it untitled (the welcome example must not be
+        overwritten by Save)."""
+        if ask and not self.maybe_save():
+            return False
+        path = Path(path)
+        try:
+            flow = load_flow(path, self.document.registry, validate=False)
+        except FlowError as exc:
+            self.remove_recent(path)
+            QMessageBox.warning(
+                self, "Cannot open flow",
+                f"“{path.name}” could not be opened:\n\n{describe_problems(exc.problems)}")
+            return False
+        self.document.reset(flow, None if as_copy else path)
+        if not as_copy:
+            self.add_recent(path)
+        self.scene.clearSelection()
+        QTimer.singleShot(0, self.view.fit_all)
+        self.view.fit_all()
+        return True
+
+    def save(self) -> bool:
+        if self.document.path is None:
+            return self.save_as()
+        return self._save_to(self.document.path)
+
+    def save_as(self) -> bool:
+        doc = self.document
+        if doc.path:
+            start = str(doc.path)
+        else:
+            slug = "-".join(doc.flow.name.lower().split()) or "untitled"
+            start = str(Path.home() / f"{slug}.flow.json")
+        path, _ = QFileDialog.getSaveFileName(self, "Save Flow As", start, FLOW_FILTER)
+        if not path:
+            return False
+        if not path.endswith(".json"):
+            path += ".flow.json"
+        return self._save_to(Path(path))
+
+    def _save_to(self, path: Path) -> bool:
+        try:
+            self.document.save(path)
+        except OSError as exc:
+            QMessageBox.warning(self, "Cannot save flow",
+                                f"“{path}” could not be written:\n\n{exc.strerror or exc}")
+            return False
+        self.add_recent(path)
+        self.statusBar().showMessage(f"Saved {path.name}", 4000)
+        return True
+
+    # -- recent files -------------------------------------------------------------
+    def recent_files(self) -> list[str]:
+        value = settings().value("recent_files", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def add_recent(self, path: Path) -> None:
+        p = str(Path(path).resolve())
+        files = [p] + [f for f in self.recent_files() if f != p]
+        settings().setValue("recent_files", files[:MAX_RECENT])
+
+    def remove_recent(self, path: Path) -> None:
+        p = str(Path(path).resolve())
+        settings().setValue("recent_files", [f for f in self.recent_files() if f != p])
+
+    def _fill_recent_menu(self) -> None:
+        menu = self.recent_menu
+        menu.clear()
+        files = self.recent_files()
+        for f in files:
+            act = menu.addAction(Path(f).name, lambda f=f: self.open_path(f))
+            act.setStatusTip(f)
+            act.setToolTip(f)
+        if not files:
+            menu.addAction("No recent flows").setEnabled(False)
+        else:
+            menu.addSeparator()
+            menu.addAction("Clear Recent", lambda: settings().setValue("recent_files", []))
+
+    # -- crash recovery -------------------------------------------------------------
+    def offer_recovery(self) -> bool:
+        found = find_recoverable(self.autosave.directory)
+        if not found:
+            return False
+        newest = found[0]
+        answer = QMessageBox.question(
+            self, "Recover unsaved work",
+            f"Switchboard did not close properly last time. Recover {newest.title}?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.Yes)
+        if answer == QMessageBox.StandardButton.Yes:
+            self.recover(newest)
+            return True
+        newest.discard()
+        return False
+
+    def recover(self, recovery: Recovery) -> None:
+        self.document.reset(recovery.flow, recovery.original)
+        # Recovered work is unsaved work: mark it modified until saved.
+        self.document.undo_stack.resetClean()
+        self._update_title()
+        recovery.discard()
+        self.autosave.save_now()
+        self.view.fit_all()
+
+    # -- theme ------------------------------------------------------------------------
+    def set_theme(self, mode: str) -> None:
+        self._theme_mode = mode
+        if mode in self.theme_actions:
+            self.theme_actions[mode].setChecked(True)
+        app = QApplication.instance()
+        theme.apply(app, theme.resolve(mode))
+        self.refresh_theme()
+        settings().setValue("theme", mode)
+
+    def follow_system_theme(self) -> None:
+        if self._theme_mode == "system":
+            theme.apply(QApplication.instance(), theme.resolve("system"))
+            self.refresh_theme()
+
+    def refresh_theme(self) -> None:
+        color = theme.current().text
+        for act in self.findChildren(QAction):
+            name = act.data()
+            if isinstance(name, str) and name:
+                act.setIcon(icons.icon(name, color, 18))
+        self.scene.refresh_theme()
+        self.view.resetCachedContent()
+        self.palette.populate()
+        self._update_counts()
+
+    # -- layout -------------------------------------------------------------------------
+    def _restore_layout(self) -> None:
+        s = settings()
+        geometry = s.value("window/geometry")
+        state = s.value("window/state")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        if isinstance(state, QByteArray):
+            self.restoreState(state)
+        snap_on = s.value("view/snap", True)
+        self.snap_action.setChecked(snap_on not in (False, "false", 0, "0"))
+
+    def save_layout(self) -> None:
+        s = settings()
+        s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("window/state", self.saveState())
+        s.setValue("view/snap", self.snap_action.isChecked())
+
+    # -- window events ------------------------------------------------------------------
+    def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if not self.maybe_save():
+            event.ignore()
+            return
+        self.save_layout()
+        self.autosave.stop()
+        event.accept()
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if flow_file_from_mime(event.mimeData()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802 - Qt override
+        path = flow_file_from_mime(event.mimeData())
+        if path:
+            event.acceptProposedAction()
+            QTimer.singleShot(0, lambda: self.open_path(path))
+
+    def _show_shortcuts(self) -> None:
+        QMessageBox.information(self, "Keyboard shortcuts", SHORTCUTS)
+
+    def _about(self) -> None:
+        QMessageBox.about(self, f"About {APP_NAME}",
+                          f"<b>{APP_NAME}</b><br>A desktop flow designer for RPA with AI agents.")
+
+
+SHORTCUTS = """Canvas
+  Type or Tab — add a node at the cursor
+  Drag from a port — connect; Esc cancels
+  Del / Backspace — delete the selection
+  Ctrl+C, Ctrl+X, Ctrl+V — copy, cut, paste (flow JSON)
+  Ctrl+D — duplicate
+  Ctrl+A — select all
+  Wheel, Ctrl++ / Ctrl+- — zoom; Ctrl+0 — 100%
+  F — fit the flow in the window
+  Middle drag, or Space+drag — pan
+  Alt while dragging — do not snap to the grid
+
+Files
+  Ctrl+N, Ctrl+O, Ctrl+S, Ctrl+Shift+S
+  Ctrl+Z — undo; Ctrl+Shift+Z — redo
+
+Run
+  F5 — run; Shift+F5 — stop"""
+
+
+class _PropertiesPlaceholder(QWidget):
+    """Stands in until the properties panel is part of the build."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        layout = QVBoxLayout(self)
+        label = QLabel("Select a node to see its settings.")
+        label.setWordWrap(True)
+        label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        label.setStyleSheet(f"color: {theme.current().muted};")
+        layout.addWidget(label)
+
+    def set_node(self, node_id: str | None) -> None:
+        pass
