@@ -8,8 +8,8 @@ Qt's own event processing drives asyncio: ``qtbot.waitUntil`` /
 ``qtbot.waitSignal`` spin Qt events, qasync's timers and socket notifiers
 fire inside them, and the run advances. The tests stay plain (sync)
 functions, so pytest-asyncio never meets the qasync loop; the ``qt_loop``
-fixture unregisters and closes the loop afterwards so that async tests in
-other files get a clean slate.
+fixture unregisters the loop after each test so that async tests in other
+files get a clean slate, and keeps the one loop for the session.
 
 Import the fixtures with ``from tests.gui.inspector_fixtures import *``
 (``qt_loop``, ``controller``, ``fake_window``) or by name.
@@ -31,8 +31,17 @@ EMAIL_ASSISTANT = EXAMPLES / "email-assistant.flow.json"
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
+_LOOP = None
+
+
 @pytest.fixture
 def qt_loop(qapp):
+    """The qasync loop, registered as this thread's running asyncio loop for
+    the test and unregistered after it. One loop serves the whole session:
+    stopping a qasync loop made with ``already_running=True`` calls
+    ``QApplication.exit()``, and a second loop made after that never ran its
+    callbacks here."""
+    global _LOOP
     import qasync
 
     try:
@@ -42,10 +51,13 @@ def qt_loop(qapp):
     if existing is not None:  # someone (the app under test) made one: use it
         yield existing
         return
-    loop = qasync.QEventLoop(qapp, already_running=True)
+    if _LOOP is None:
+        _LOOP = qasync.QEventLoop(qapp, already_running=True)
+    loop = _LOOP
+    asyncio.events._set_running_loop(loop)
     asyncio.set_event_loop(loop)
     yield loop
-    # Let cancelled tasks finish their cleanup before the loop goes away.
+    # Let cancelled tasks finish their cleanup before the test's objects go.
     pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
     for task in pending:
         task.cancel()
@@ -53,10 +65,8 @@ def qt_loop(qapp):
         from pytestqt.qtbot import QtBot
 
         QtBot(qapp).waitUntil(lambda: all(t.done() for t in pending), timeout=5000)
-    loop.stop()
     asyncio.events._set_running_loop(None)
     asyncio.set_event_loop(None)
-    loop.close()
 
 
 @pytest.fixture
@@ -111,3 +121,44 @@ class FakeScene:
 
     def item_for_wire(self, index):
         return self.wires.get(index)
+
+
+def make_fake_window(flow, history=None):
+    """A QMainWindow with the attributes the run integration relies on
+    (document, scene, run/stop actions, inspector dock, select_node), for
+    testing the integration without the editor."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QAction, QKeySequence
+    from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow
+
+    from designer.document import FlowDocument
+    from designer.run_integration import RunSession
+
+    window = QMainWindow()
+    window.resize(1440, 900)
+    window.setCentralWidget(QLabel("canvas"))
+    window.document = FlowDocument(flow)
+    window.scene = FakeScene(flow)
+    menu = window.menuBar().addMenu("&Run")
+    window.run_action = QAction("Run", window)
+    window.run_action.setShortcut(QKeySequence("F5"))
+    window.stop_action = QAction("Stop", window)
+    window.stop_action.setShortcut(QKeySequence("Shift+F5"))
+    menu.addAction(window.run_action)
+    menu.addAction(window.stop_action)
+    window.inspector_dock = QDockWidget("Inspector", window)
+    window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, window.inspector_dock)
+    window.selected = []
+    window.select_node = window.selected.append
+    window.session = RunSession(window, history=history)
+    return window
+
+
+@pytest.fixture
+def fake_window(qt_loop, history, qtbot):
+    def make(flow):
+        window = make_fake_window(flow, history)
+        qtbot.addWidget(window)
+        return window
+
+    return make

@@ -91,7 +91,15 @@ def message_html(msg: dict[str, Any]) -> str:
         extra = f"  {html.escape(str(who))}  {html.escape(str(cid))}"
     body = _content_html(msg.get("content"))
     if role == "tool":
-        body = _para(_text(msg.get("content")), mono=True)
+        content = msg.get("content")
+        if isinstance(content, str):
+            try:
+                content = json.loads(content)
+            except ValueError:
+                pass
+        body = _para(_text(content), mono=True)
+        if msg.get("is_error"):
+            extra += "  error"
     for call in msg.get("tool_calls") or []:
         if isinstance(call, dict):
             body += _tool_call_html(call)
@@ -102,10 +110,14 @@ def message_html(msg: dict[str, Any]) -> str:
             f"{body}</td></tr></table>")
 
 
-def conversation_html(conv: Conversation) -> str:
+def conversation_html(conv: Conversation, system: str = "") -> str:
     msgs = conv.transcript
     if not msgs:
         return ""
+    if system and not (isinstance(msgs[0], dict) and msgs[0].get("role") == "system"):
+        # Providers that take the instructions apart from the messages
+        # (Anthropic's `system`) do not list them; the LLM still saw them.
+        msgs = [{"role": "system", "content": system}, *msgs]
     return "".join(message_html(m) for m in msgs if isinstance(m, dict))
 
 
@@ -254,10 +266,15 @@ class AgentTab(QWidget):
         pending = conv.turns and conv.turns[-1].t1 is None
         waiting = (f'<p style="color: {COLORS["muted"]};">… waiting for the LLM</p>'
                    if pending else "")
-        self.view.setHtml(conversation_html(conv) + waiting)
+        self.view.setHtml(conversation_html(conv, self._instructions(conv.agent)) + waiting)
         self.usage.setText(usage_text(conv))
         if at_bottom or pending:
             bar.setValue(bar.maximum())
+
+    def _instructions(self, agent: str) -> str:
+        fnode = self.ctx.flow.node(agent) if self.ctx.flow is not None else None
+        value = fnode.params.get("instructions") if fnode is not None else None
+        return value.value if value is not None and isinstance(value.value, str) else ""
 
     def current_conversation(self) -> Conversation | None:
         convs = self._conversations()

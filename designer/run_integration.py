@@ -1,0 +1,352 @@
+"""Wires running and inspecting into the main window.
+
+``MainWindow.__init__`` calls ``install(window)`` last. The window provides
+``document``, ``scene`` (``item_for_node``, ``item_for_wire``,
+``clear_run_state``), ``run_action``, ``stop_action``, ``inspector_dock`` and
+``select_node``; everything about runs lives here and in the inspector, so
+the editor knows nothing of the runtime's events.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from PySide6.QtCore import QObject, QSettings, Qt
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QApplication, QLabel, QMenu, QMessageBox
+
+from runtime.engine import RunResult
+from runtime.events import Event
+from runtime.flow import Problem
+
+from .panels.inspector import Inspector
+from .panels.inspector.common import COLORS, fmt_duration
+from .panels.inspector.inspector import TAB_AGENT, TAB_DEBUG, TAB_PROBLEMS
+from .run_controller import RunController
+
+log = logging.getLogger(__name__)
+
+TRACE_KEY = "run/record_every_message"
+
+
+def open_history() -> Any:
+    """The run history, or None if the data dir cannot be written (then runs
+    still work, they are just not kept)."""
+    try:
+        from runtime.history import History
+
+        history = History()
+        history.mark_interrupted()
+        return history
+    except Exception:
+        log.exception("run history is not available")
+        return None
+
+
+class RunSession(QObject):
+    """Everything one window needs to run its document and show the run."""
+
+    def __init__(self, window: Any, history: Any = None) -> None:
+        super().__init__(window)
+        self.window = window
+        self.document = window.document
+        self.history = history if history is not None else open_history()
+        registry = self.document.registry
+        self.controller = RunController(registry=registry, history=self.history, parent=self)
+        self.inspector = Inspector(registry=registry, history=self.history)
+        self.inspector.set_flow(self.document.flow)
+        self.inspector.show_validation(list(getattr(self.document, "problems", [])))
+        window.inspector_dock.setWidget(self.inspector)
+        self._node_state: dict[str, tuple[str, int, str]] = {}
+        self._result: RunResult | None = None
+
+        # status bar
+        self.status = QLabel("Ready")
+        self.status.setContentsMargins(8, 0, 8, 0)
+        status_bar = window.statusBar() if hasattr(window, "statusBar") else None
+        if status_bar is not None:
+            status_bar.addPermanentWidget(self.status)
+
+        # actions
+        self.run_action: QAction = window.run_action
+        self.stop_action: QAction = window.stop_action
+        self.run_action.triggered.connect(self.run)
+        self.stop_action.triggered.connect(self.stop)
+        self.record_action = QAction("Record Every Message", self)
+        self.record_action.setCheckable(True)
+        self.record_action.setToolTip("Keep each hop of each message: the timeline shows when "
+                                      "every node ran and each wire keeps its last message. "
+                                      "Turn off for flows that send very many messages.")
+        self.record_action.setChecked(QSettings().value(TRACE_KEY, True, type=bool))
+        self.record_action.toggled.connect(lambda on: QSettings().setValue(TRACE_KEY, on))
+        self.try_action = QAction("Try as Tool…", self)
+        self.try_action.setToolTip("Call the selected tool node the way an agent would, with "
+                                   "arguments you type; no LLM involved")
+        self.try_action.triggered.connect(self.try_selected_tool)
+        self._add_menu_actions()
+
+        # signals
+        c = self.controller
+        c.events.connect(self._on_events)
+        c.state_changed.connect(self._on_state)
+        c.run_started.connect(self._on_started)
+        c.run_finished.connect(self._on_finished)
+        c.refused.connect(self._on_refused)
+        c.problems.connect(self.inspector.show_validation)
+        c.tick.connect(self._on_tick)
+        self.inspector.node_selected.connect(self._select_node)
+        self.inspector.prompt_submitted.connect(self.send_prompt)
+        doc = self.document
+        for sig in ("changed", "flow_reset"):
+            if hasattr(doc, sig):
+                getattr(doc, sig).connect(lambda *_: self.inspector.set_flow(doc.flow))
+        if hasattr(doc, "problems_changed"):
+            doc.problems_changed.connect(self._on_document_problems)
+        scene = getattr(window, "scene", None)
+        if scene is not None and hasattr(scene, "selectionChanged"):
+            scene.selectionChanged.connect(self._on_selection)
+        app = QApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(self.shutdown)
+        self._on_state("idle")
+
+    def _add_menu_actions(self) -> None:
+        extra = getattr(self.window, "node_context_actions", None)
+        if isinstance(extra, list):
+            extra.append(self.try_action)
+        menu = self._menu_of(self.run_action)
+        if menu is not None:
+            menu.addSeparator()
+            menu.addAction(self.record_action)
+            menu.addAction(self.try_action)
+        elif hasattr(self.window, "addAction"):
+            self.window.addAction(self.try_action)
+
+    def _menu_of(self, action: QAction) -> QMenu | None:
+        bar = self.window.menuBar() if hasattr(self.window, "menuBar") else None
+        if bar is None:
+            return None
+        for top in bar.actions():
+            menu = top.menu()
+            if menu is not None and action in menu.actions():
+                return menu
+        return None
+
+    # -- commands -----------------------------------------------------------
+    def run(self) -> bool:
+        if self.controller.is_running:
+            return False
+        if self.inspector.viewing_stored:
+            self.inspector.show_live()
+        path = self.document.path
+        return self.controller.run(self.document.flow, file=str(path) if path else "",
+                                   trace=self.record_action.isChecked())
+
+    def stop(self) -> None:
+        self.controller.stop()
+
+    def send_prompt(self, agent_id: str, text: str) -> None:
+        if self.inspector.viewing_stored:
+            self.inspector.show_live()
+        path = self.document.path
+        if self.controller.send_prompt(self.document.flow, agent_id, text,
+                                       file=str(path) if path else ""):
+            self.inspector.tabs.setCurrentIndex(TAB_AGENT)
+            self.inspector.agent.select_agent(agent_id)
+
+    def selected_node(self) -> str | None:
+        scene = getattr(self.window, "scene", None)
+        if scene is not None and hasattr(scene, "selected_node_ids"):
+            ids = scene.selected_node_ids()
+            return ids[0] if ids else None
+        return None
+
+    def try_selected_tool(self) -> Any:
+        node_id = self.selected_node()
+        fnode = self.document.flow.node(node_id) if node_id else None
+        spec = self.document.registry.spec(fnode.type) if fnode else None
+        if spec is None or spec.tool is None:
+            QMessageBox.information(self.window, "Try as Tool",
+                                    "Select a node that can serve as a tool (it has a tool "
+                                    "badge), then try again.")
+            return None
+        return self.try_tool(node_id)  # type: ignore[arg-type]
+
+    def try_tool(self, node_id: str) -> Any:
+        from .panels.try_tool import TryToolDialog
+
+        try:
+            dialog = TryToolDialog(self.document.flow.model_copy(deep=True), node_id,
+                                   self.document.registry, self.window)
+        except Exception as exc:  # a tool name the flow got wrong, say
+            QMessageBox.warning(self.window, "Try as Tool", str(exc))
+            return None
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
+
+    def shutdown(self) -> None:
+        if self.controller.is_running:
+            self.controller.stop()
+
+    # -- controller signals -------------------------------------------------
+    def _on_state(self, state: str) -> None:
+        running = state != "idle"
+        self.run_action.setEnabled(not running)
+        self.stop_action.setEnabled(state == "running")
+        self._update_try_enabled()
+
+    def _update_try_enabled(self) -> None:
+        node_id = self.selected_node()
+        fnode = self.document.flow.node(node_id) if node_id else None
+        spec = self.document.registry.spec(fnode.type) if fnode else None
+        self.try_action.setEnabled(spec is not None and spec.tool is not None)
+
+    def _on_started(self, run_id: str) -> None:
+        self._node_state.clear()
+        scene = getattr(self.window, "scene", None)
+        if scene is not None and hasattr(scene, "clear_run_state"):
+            scene.clear_run_state()
+        self._set_status("running", "Running… 0.0 s")
+        dock = self.window.inspector_dock
+        if dock is not None and not dock.isVisible():
+            dock.show()
+
+    def _on_tick(self, ms: float) -> None:
+        if self.controller.state == "stopping":
+            self._set_status("stopping", f"Stopping… {ms / 1000:.1f} s")
+        else:
+            self._set_status("running", f"Running… {ms / 1000:.1f} s")
+
+    def _on_finished(self, result: RunResult) -> None:
+        self._result = result
+        # nodes still shown running when the run ended did finish (or stop)
+        for node_id, (state, count, text) in list(self._node_state.items()):
+            if state == "running":
+                self._badge(node_id, "done", count, text)
+        words = {"ok": "Finished", "error": "Finished with errors", "stopped": "Stopped",
+                 "timeout": "Timed out"}
+        text = f"{words.get(result.status, result.status)} in {fmt_duration(result.duration_ms)}"
+        if result.errors:
+            text += f" · {result.errors} error{'s' if result.errors != 1 else ''}"
+        self._set_status(result.status, text)
+        self.inspector.run_finished()
+        if result.errors and self.inspector.tabs.currentIndex() == TAB_DEBUG \
+                and not self.inspector.live.debug:
+            self.inspector.tabs.setCurrentIndex(TAB_PROBLEMS)
+
+    def _on_refused(self, problems: list[Problem]) -> None:
+        self.inspector.show_refused(problems)
+        n = len(problems)
+        self._set_status("error", f"Not run: {n} problem{'s' if n != 1 else ''} to fix")
+        dock = self.window.inspector_dock
+        if dock is not None and not dock.isVisible():
+            dock.show()
+
+    def _on_document_problems(self, problems: list[Problem]) -> None:
+        if not self.controller.is_running:
+            self.inspector.show_validation(problems)
+
+    def _set_status(self, state: str, text: str) -> None:
+        tint = COLORS.get(state, COLORS["muted"])
+        self.status.setText(f"<span style='color:{tint}'>●</span> {text}")
+        self.status.setToolTip(text)
+
+    # -- events -> canvas ---------------------------------------------------
+    def _on_events(self, events: list[Event]) -> None:
+        self.inspector.apply_events(events)
+        try:
+            self._update_canvas(events)
+        except Exception:  # the canvas changed under a run (an edit): never crash
+            log.debug("could not update run state on the canvas", exc_info=True)
+
+    def _update_canvas(self, events: list[Event]) -> None:
+        scene = getattr(self.window, "scene", None)
+        if scene is None:
+            return
+        flow = self.document.flow
+        for e in events:
+            kind = e.type
+            if kind == "stats":
+                for node_id, counts in e.nodes.items():
+                    prev = self._node_state.get(node_id, ("idle", 0, ""))
+                    if prev[0] == "error" or counts.get("errors", 0):
+                        state = "error"
+                    elif counts.get("active", 0):
+                        state = "running"
+                    elif counts.get("in", 0) or prev[0] != "idle":
+                        state = "done"
+                    else:
+                        continue
+                    self._badge(node_id, state, counts.get("in", 0), prev[2])
+                for index, count in e.wires.items():
+                    item = scene.item_for_wire(int(index))
+                    if item is not None:
+                        item.set_activity(count)
+            elif kind == "node.error":
+                prev = self._node_state.get(e.node, ("idle", 0, ""))
+                self._badge(e.node, "error", prev[1], e.message[:80])
+            elif kind == "node.status":
+                prev = self._node_state.get(e.node, ("idle", 0, ""))
+                state = e.state if e.state != "idle" or not prev[1] else prev[0]
+                if prev[0] == "error" and state != "error":
+                    state = "error"
+                self._badge(e.node, state, prev[1], e.text)
+            elif kind == "llm.request":
+                prev = self._node_state.get(e.agent, ("idle", 0, ""))
+                self._badge(e.agent, "running", prev[1], f"LLM turn {e.turn}")
+            elif kind == "tool.call" and e.node:
+                prev = self._node_state.get(e.node, ("idle", 0, ""))
+                self._badge(e.node, "running", prev[1] + 1, e.tool)
+                self._tool_wire_activity(scene, flow, e.agent, e.node)
+            elif kind == "tool.result" and e.node:
+                prev = self._node_state.get(e.node, ("idle", 0, ""))
+                state = "done" if e.status == "success" else "error"
+                self._badge(e.node, state, prev[1], e.status if e.status != "success" else "")
+
+    def _badge(self, node_id: str, state: str, count: int, text: str) -> None:
+        value = (state, count, text)
+        if self._node_state.get(node_id) == value:
+            return
+        self._node_state[node_id] = value
+        item = self.window.scene.item_for_node(node_id)
+        if item is not None:
+            item.set_run_state(state, count, text)
+
+    def _tool_wire_activity(self, scene: Any, flow: Any, agent: str, node: str) -> None:
+        calls = sum(1 for c in self.inspector.live.tool_calls.values()
+                    if c.agent == agent and c.node == node)
+        for index, wire in enumerate(flow.wires):
+            if wire.source[0] == agent and wire.target[0] == node:
+                item = scene.item_for_wire(index)
+                if item is not None:
+                    item.set_activity(calls)
+
+    # -- selection ----------------------------------------------------------
+    def _select_node(self, node_id: str) -> None:
+        if self.document.flow.node(node_id) is None:
+            return
+        select = getattr(self.window, "select_node", None)
+        if select is not None:
+            select(node_id)
+        self.inspector.select_node(node_id)
+
+    def _on_selection(self) -> None:
+        scene = self.window.scene
+        try:
+            nodes = scene.selected_node_ids() if hasattr(scene, "selected_node_ids") else []
+            wires = scene.selected_wire_indices() if hasattr(scene, "selected_wire_indices") else []
+        except RuntimeError:  # the scene is being torn down
+            return
+        if nodes:
+            self.inspector.select_node(nodes[0])
+        elif wires:
+            self.inspector.select_wire(wires[0])
+        self._update_try_enabled()
+
+
+def install(window: Any) -> RunSession:
+    session = RunSession(window)
+    window.run_session = session
+    return session
