@@ -457,3 +457,18 @@ def test_cli_runs_the_example_offline(tmp_path):
     kinds = [json.loads(line)["type"] for line in events.read_text().splitlines()]
     for kind in ("llm.request", "llm.response", "tool.call", "tool.result"):
         assert kind in kinds
+
+
+def test_the_example_in_docs_tools_md_runs(tmp_path):
+    import re
+
+    text = (ROOT / "docs" / "tools.md").read_text(encoding="utf-8")
+    [code] = re.findall(r"```python\n(.*?)```", text, re.S)
+    script = tmp_path / "docs_example.py"
+    script.write_text(code, encoding="utf-8")
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "Sunny in Oslo" in out.stdout
+    assert "unknown argument 'api_url' (get_weather accepts: city)" in out.stdout
