@@ -525,7 +525,7 @@ class ParamRow(QWidget):
         self.problem.hide()
 
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setContentsMargins(0, 4, 0, 2)
         layout.setSpacing(4)
         layout.addLayout(top)
         for w in (self.value_editor, self.message_box, self.ai_box, self.help, self.problem):

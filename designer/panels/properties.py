@@ -142,6 +142,7 @@ def panel_style(dark: bool) -> str:
     ai_soft = "rgba(124, 92, 219, 0.22)" if dark else "rgba(124, 92, 219, 0.10)"
     msg_soft = "rgba(20, 149, 138, 0.24)" if dark else "rgba(20, 149, 138, 0.10)"
     ai_text = "#b9a6f5" if dark else "#5b3fc4"
+    neutral = "#4a505c" if dark else "#d5d9e0"
     return f"""
 #propertiesPanel, #propertiesPage {{ background: palette(window); }}
 QLabel#muted, QLabel#pathPrefix {{ color: palette(placeholder-text); }}
@@ -177,7 +178,7 @@ QToolButton#scopeButton[pos="last"] {{ border-top-right-radius: 6px;
     border-bottom-right-radius: 6px; }}
 QToolButton#scopeButton:hover {{ background: palette(alternate-base); }}
 QToolButton#scopeButton:disabled {{ color: palette(mid); background: palette(window); }}
-QToolButton#scopeButton:checked {{ background: palette(mid); font-weight: 600; }}
+QToolButton#scopeButton:checked {{ background: {neutral}; font-weight: 600; }}
 QToolButton#scopeButton[scope="ai"]:checked {{ background: {AI_COLOR}; color: #ffffff;
     border-color: {AI_COLOR}; }}
 QToolButton#scopeButton[scope="message"]:checked {{ background: {MESSAGE_COLOR};
@@ -270,6 +271,10 @@ class NodeForm(QWidget):
         self._build_header(layout)
         self._build_problems(layout)
         self._build_node_fields(layout)
+        self.preview_box: QWidget | None = None
+        if spec.has_tools_port:
+            # For an agent, what its model sees is the point: put it first.
+            self._build_preview(layout)
         if spec.params:
             layout.addWidget(_section("Parameters", self))
             for p in spec.params:
@@ -282,9 +287,6 @@ class NodeForm(QWidget):
         self.tool_box: QWidget | None = None
         if spec.tool is not None:
             self._build_tool(layout)
-        self.preview_box: QWidget | None = None
-        if spec.has_tools_port:
-            self._build_preview(layout)
         if spec.results:
             self._build_outputs(layout)
         layout.addStretch(1)

@@ -111,3 +111,68 @@ def real_email_flow(registry: Registry) -> Flow | None:
             {"from": ["agent", "tools"], "to": ["mail", "in"]},
         ],
     })
+
+
+def save_screenshots(out_dir: str, dark: bool = False) -> list[str]:
+    """Render the panel docked beside an empty area, as in the designer,
+    with realistic nodes selected: ``python -m tests.gui.properties_fixtures
+    docs/img [--dark]`` (offscreen works)."""
+    from pathlib import Path
+
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QWidget
+
+    from designer import theme
+    from designer.document import FlowDocument
+    from designer.panels.properties import PropertiesPanel
+
+    app = QApplication.instance() or QApplication([])
+    theme.apply(app, theme.DARK if dark else theme.LIGHT)
+    registry = Registry.default()
+    flow = real_email_flow(registry)
+    if flow is None:
+        registry, flow = fake_registry(), fake_flow()
+    flow.nodes.append(FlowNode.model_validate({
+        "id": "route", "type": "core.switch", "name": "Route by priority",
+        "params": {"path": {"scope": "custom", "value": "payload.priority"},
+                   "rules": {"scope": "custom", "value": [
+                       {"op": "eq", "value": "high"}, {"op": "regex", "value": "^urg"},
+                       {"op": "else"}]}}}))
+    doc = FlowDocument(flow, registry)
+    win = QMainWindow()
+    win.resize(1000, 860)
+    win.setCentralWidget(QWidget())
+    dock = QDockWidget("Properties", win)
+    panel = PropertiesPanel(doc)
+    dock.setWidget(panel)
+    win.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+    win.resizeDocks([dock], [380], Qt.Orientation.Horizontal)
+    win.show()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    saved = []
+    suffix = "-dark" if dark else ""
+    for node_id, name, scroll_to in (("mail", "mail", None), ("mail", "mail-tool", "smtp_host"),
+                                     ("agent", "agent", None), ("route", "switch", None),
+                                     (None, "empty", None)):
+        panel.set_node(node_id)
+        doc.revalidate()
+        app.processEvents()
+        bar = panel.scroll.verticalScrollBar()
+        bar.setValue(panel.form.rows[scroll_to].y() - 8 if scroll_to and panel.form else 0)
+        app.processEvents()
+        path = out / f"properties-{name}{suffix}.png"
+        dock.grab().save(str(path))
+        saved.append(str(path))
+    win.close()
+    return saved
+
+
+if __name__ == "__main__":
+    import os
+    import sys
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    for p in save_screenshots(args[0] if args else "docs/img", dark="--dark" in sys.argv):
+        print(p)
