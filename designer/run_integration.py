@@ -60,6 +60,7 @@ class RunSession(QObject):
         window.inspector_dock.setWidget(self.inspector)
         self._node_state: dict[str, tuple[str, int, str]] = {}
         self._result: RunResult | None = None
+        self._dock_sized = False
 
         # status bar
         self.status = QLabel("Ready")
@@ -71,6 +72,11 @@ class RunSession(QObject):
         # actions
         self.run_action: QAction = window.run_action
         self.stop_action: QAction = window.stop_action
+        for action in (self.run_action, self.stop_action):
+            try:  # the editor's placeholders ("not available in this build")
+                action.triggered.disconnect()
+            except (RuntimeError, TypeError):
+                pass
         self.run_action.triggered.connect(self.run)
         self.stop_action.triggered.connect(self.stop)
         self.record_action = QAction("Record Every Message", self)
@@ -114,7 +120,8 @@ class RunSession(QObject):
     def _add_menu_actions(self) -> None:
         extra = getattr(self.window, "node_context_actions", None)
         if isinstance(extra, list):
-            extra.append(self.try_action)
+            # the editor calls each with the node id and adds what comes back
+            extra.append(self._try_action_for)
         menu = self._menu_of(self.run_action)
         if menu is not None:
             menu.addSeparator()
@@ -161,6 +168,15 @@ class RunSession(QObject):
             ids = scene.selected_node_ids()
             return ids[0] if ids else None
         return None
+
+    def _try_action_for(self, node_id: str) -> QAction | None:
+        fnode = self.document.flow.node(node_id)
+        spec = self.document.registry.spec(fnode.type) if fnode else None
+        if spec is None or spec.tool is None:
+            return None
+        action = QAction(f"Try as Tool ({spec.tool.name})…", self.window)
+        action.triggered.connect(lambda: self.try_tool(node_id))
+        return action
 
     def try_selected_tool(self) -> Any:
         node_id = self.selected_node()
@@ -209,9 +225,19 @@ class RunSession(QObject):
         if scene is not None and hasattr(scene, "clear_run_state"):
             scene.clear_run_state()
         self._set_status("running", "Running… 0.0 s")
+        self._show_dock()
+
+    def _show_dock(self) -> None:
         dock = self.window.inspector_dock
-        if dock is not None and not dock.isVisible():
-            dock.show()
+        if dock is None or dock.isVisible():
+            return
+        dock.show()
+        if not self._dock_sized and hasattr(self.window, "resizeDocks"):
+            # a first showing gets room to read a conversation in; after
+            # that the user's own size stands
+            self._dock_sized = True
+            height = max(260, int(self.window.height() * 0.4))
+            self.window.resizeDocks([dock], [height], Qt.Orientation.Vertical)
 
     def _on_tick(self, ms: float) -> None:
         if self.controller.state == "stopping":
@@ -240,9 +266,7 @@ class RunSession(QObject):
         self.inspector.show_refused(problems)
         n = len(problems)
         self._set_status("error", f"Not run: {n} problem{'s' if n != 1 else ''} to fix")
-        dock = self.window.inspector_dock
-        if dock is not None and not dock.isVisible():
-            dock.show()
+        self._show_dock()
 
     def _on_document_problems(self, problems: list[Problem]) -> None:
         if not self.controller.is_running:

@@ -283,9 +283,11 @@ class TryToolDialog(QDialog):
 
     # -- arguments ----------------------------------------------------------
     def form_args(self) -> dict[str, Any]:
+        """An empty field is not sent at all, as when an LLM leaves an
+        argument out (a required one is then refused as missing)."""
         out = {}
         for name, f in self.fields.items():
-            if f.text() == "" and not f.required:
+            if f.text() == "":
                 continue
             out[name] = f.value()
         return out

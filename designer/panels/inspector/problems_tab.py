@@ -74,7 +74,6 @@ class ProblemsTab(QWidget):
         tint = {"error": "error", "run error": "error", "warning": "warning",
                 "caught": "warning"}.get(kind, "muted")
         item.setForeground(0, QBrush(color(tint)))
-        item.setData(0, Qt.ItemDataRole.DecorationRole, color(tint))
         item.setText(1, self.ctx.name_of(node) if node else "flow")
         item.setToolTip(1, node)
         item.setText(2, where)

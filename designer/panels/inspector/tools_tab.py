@@ -34,9 +34,9 @@ STATUS_TEXT = {"success": "✓ success", "error": "✕ error", "refused": "⊘ r
 
 def result_text(call: ToolCallRecord) -> str:
     if call.status == "success":
-        return preview(call.data, 120)
+        return "✓ " + preview(call.data, 120)
     if call.status in ("error", "refused"):
-        return call.error or call.status
+        return STATUS_TEXT[call.status] + ": " + (call.error or call.status)
     return STATUS_TEXT.get(call.status, call.status)
 
 
@@ -110,6 +110,8 @@ class ToolsTab(QWidget):
                          + (f", {failed} failed" if failed else ""))
         if self._call_items:
             self.stack.setCurrentIndex(1)
+            if self.tree.currentItem() is None:
+                self.tree.setCurrentItem(next(iter(self._call_items.values())))
         current = self.tree.currentItem()
         if current is not None and current.data(0, CALL_ROLE) is not None:
             self._current_changed(current)
@@ -143,7 +145,6 @@ class ToolsTab(QWidget):
             item.setForeground(2, QBrush(color(call.status)))
         item.setText(3, fmt_duration(call.ms) if call.t1 is not None else "…")
         item.setText(4, call.caller_id)
-        item.setData(2, Qt.ItemDataRole.DecorationRole, color(call.status))
 
     def _current_changed(self, item: QTreeWidgetItem | None, _prev: object = None) -> None:
         call: ToolCallRecord | None = item.data(0, CALL_ROLE) if item is not None else None
