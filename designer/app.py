@@ -101,6 +101,12 @@ def _screenshot(app, window, path: Path, size: tuple[int, int]) -> int:
     app.processEvents()
     window.view.fit_all()
     app.processEvents()
+    if os.environ.get("SWITCHBOARD_TIMING"):  # read by benchmarks/designer_scale.py
+        import time
+
+        heavy = [m for m in ("openai", "anthropic", "httpx", "grpc") if m in sys.modules]
+        print(f"switchboard-timing shown {time.time():.6f}", file=sys.stderr)
+        print("switchboard-timing modules " + " ".join(heavy), file=sys.stderr)
     image = window.grab()
     path.parent.mkdir(parents=True, exist_ok=True)
     ok = image.save(str(path))

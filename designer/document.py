@@ -52,6 +52,7 @@ class FlowDocument(QObject):
         self.path: Path | None = Path(path) if path else None
         self.undo_stack = QUndoStack(self)
         self.problems: list[Problem] = []
+        self._by_id: dict[str, FlowNode] | None = None  # built on demand; see node()
         # Validation runs after a quiet moment, not on every keystroke.
         self._validate_timer = QTimer(self)
         self._validate_timer.setSingleShot(True)
@@ -88,6 +89,7 @@ class FlowDocument(QObject):
 
     def reset(self, flow: Flow, path: str | Path | None = None) -> None:
         self.flow = flow
+        self._by_id = None
         self.path = Path(path) if path else None
         self.undo_stack.clear()
         self.flow_reset.emit()
@@ -95,6 +97,16 @@ class FlowDocument(QObject):
 
     # -- queries ----------------------------------------------------------------
     def node(self, node_id: str) -> FlowNode | None:
+        # Flow.node() scans the list; the scene asks for every node while
+        # building, which made opening a 2,000-node flow quadratic.
+        if self._by_id is None or len(self._by_id) != len(self.flow.nodes):
+            self._by_id = {}
+            for n in self.flow.nodes:
+                self._by_id.setdefault(n.id, n)
+        n = self._by_id.get(node_id)
+        if n is not None and n.id == node_id:
+            return n
+        self._by_id = None  # the list was changed behind our back; scan it
         return self.flow.node(node_id)
 
     def node_index(self, node_id: str) -> int:
@@ -104,11 +116,11 @@ class FlowDocument(QObject):
         raise KeyError(node_id)
 
     def spec(self, node_id: str) -> NodeSpec | None:
-        n = self.flow.node(node_id)
+        n = self.node(node_id)
         return self.registry.spec(n.type) if n else None
 
     def output_ports(self, node_id: str) -> list[str]:
-        n = self.flow.node(node_id)
+        n = self.node(node_id)
         spec = self.registry.spec(n.type) if n else None
         if n is None or spec is None:
             return []
@@ -141,12 +153,12 @@ class FlowDocument(QObject):
         if self.port_kind(src, sport) == "tools":
             if d.tool is None:
                 return False, f"{d.name} declares no tool, so it cannot be an agent's tool"
-            target = self.flow.node(dst)
+            target = self.node(dst)
             assert target is not None
             name = tool_name(d, target)
             for w in self.flow.wires:
                 if w.source == (src, sport):
-                    other = self.flow.node(w.target[0])
+                    other = self.node(w.target[0])
                     ospec = self.spec(w.target[0])
                     if other and ospec and tool_name(ospec, other) == name:
                         return False, (f"the agent already has a tool named '{name}'; rename "
@@ -162,8 +174,9 @@ class FlowDocument(QObject):
 
     # -- mutators (call through designer.commands, so that undo works) ---------
     def insert_node(self, fnode: FlowNode, index: int | None = None) -> None:
-        if self.flow.node(fnode.id) is not None:
+        if self.node(fnode.id) is not None:
             raise ValueError(f"duplicate node id {fnode.id}")
+        self._by_id = None
         if index is None:
             self.flow.nodes.append(fnode)
         else:
@@ -174,17 +187,18 @@ class FlowDocument(QObject):
         """Wires must be removed first (the commands do)."""
         index = self.node_index(node_id)
         fnode = self.flow.nodes.pop(index)
+        self._by_id = None
         self.node_removed.emit(node_id, index)
         return fnode, index
 
     def move_node(self, node_id: str, pos: tuple[float, float]) -> None:
-        n = self.flow.node(node_id)
+        n = self.node(node_id)
         if n is not None and tuple(n.position) != tuple(pos):
             n.position = (float(pos[0]), float(pos[1]))
             self.node_moved.emit(node_id)
 
     def set_param(self, node_id: str, name: str, value: ParamValue | None) -> None:
-        n = self.flow.node(node_id)
+        n = self.node(node_id)
         assert n is not None
         if value is None:
             n.params.pop(name, None)
@@ -193,19 +207,19 @@ class FlowDocument(QObject):
         self.node_changed.emit(node_id)
 
     def set_name(self, node_id: str, name: str | None) -> None:
-        n = self.flow.node(node_id)
+        n = self.node(node_id)
         assert n is not None
         n.name = name or None
         self.node_changed.emit(node_id)
 
     def set_tool(self, node_id: str, tool: ToolOverride | None) -> None:
-        n = self.flow.node(node_id)
+        n = self.node(node_id)
         assert n is not None
         n.tool = tool
         self.node_changed.emit(node_id)
 
     def set_disabled(self, node_id: str, disabled: bool) -> None:
-        n = self.flow.node(node_id)
+        n = self.node(node_id)
         assert n is not None
         n.disabled = disabled
         self.node_changed.emit(node_id)

@@ -171,7 +171,7 @@ class MoveSelection(Interaction):
             target = QPointF(snap(target.x(), GRID), snap(target.y(), GRID))
         d = target - origin
         for item, pos in self.start.items():
-            item.setPos(pos + d)
+            item.move_to(pos + d)
         return True
 
     def mouse_release(self, event) -> bool:
@@ -188,7 +188,7 @@ class MoveSelection(Interaction):
 
     def cancel(self) -> None:
         for item, pos in self.start.items():
-            item.setPos(pos)
+            item.move_to(pos)
         super().cancel()
 
 

@@ -172,8 +172,10 @@ class NodeItem(QGraphicsItem):
     def __init__(self, node_id: str, look: NodeLook) -> None:
         super().__init__()
         self.node_id = node_id
-        self.setFlags(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable
-                      | QGraphicsItem.GraphicsItemFlag.ItemSendsGeometryChanges)
+        # No ItemSendsGeometryChanges/itemChange: a Python itemChange is
+        # called a dozen times per item while a big flow opens. Whoever moves
+        # a node calls move_to(), which drags its wires along.
+        self.setFlags(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable)
         self.setAcceptHoverEvents(True)
         self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.wires: list[WireItem] = []
@@ -294,13 +296,11 @@ class NodeItem(QGraphicsItem):
         path.addRoundedRect(QRectF(-PORT_R, 0, NODE_W + 2 * PORT_R, self.height), RADIUS, RADIUS)
         return path
 
-    def itemChange(self, change, value):  # noqa: N802 - Qt override
-        if change == QGraphicsItem.GraphicsItemChange.ItemPositionHasChanged:
+    def move_to(self, pos: QPointF) -> None:
+        if pos != self.pos():
+            self.setPos(pos)
             for w in self.wires:
                 w.update_path()
-        elif change == QGraphicsItem.GraphicsItemChange.ItemSelectedHasChanged:
-            self.setZValue(1 if value else 0)
-        return super().itemChange(change, value)
 
     def hoverEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
         self._hover = True

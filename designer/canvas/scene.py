@@ -59,7 +59,8 @@ class FlowScene(QGraphicsScene):
         d.wire_added.connect(self._on_wire_added)
         d.wire_removed.connect(self._on_wire_removed)
         d.problems_changed.connect(self._on_problems)
-        self.selectionChanged.connect(self._invalidate_overview)
+        self.selectionChanged.connect(self._on_selection_changed)
+        self._raised: list[NodeItem] = []
         self._rebuild()
 
     # -- lookups (the run integration uses these) ---------------------------
@@ -172,9 +173,7 @@ class FlowScene(QGraphicsScene):
         item = self._nodes.get(node_id)
         fnode = self.doc.node(node_id)
         if item is not None and fnode is not None:
-            pos = QPointF(*fnode.position)
-            if item.pos() != pos:
-                item.setPos(pos)
+            item.move_to(QPointF(*fnode.position))
         self._update_scene_rect()
 
     def _on_node_changed(self, node_id: str) -> None:
@@ -374,6 +373,15 @@ class FlowScene(QGraphicsScene):
     @property
     def overview(self) -> bool:
         return self._overview
+
+    def _on_selection_changed(self) -> None:
+        # Selected nodes draw above the others.
+        for item in self._raised:
+            item.setZValue(0)
+        self._raised = self.selected_node_items()
+        for item in self._raised:
+            item.setZValue(1)
+        self._invalidate_overview()
 
     def _invalidate_overview(self, *args) -> None:
         self._overview_cache = None
