@@ -298,12 +298,14 @@ class ToolOutcome:
     ms: float = 0.0
 
     def content(self) -> str:
-        """The text the LLM gets back."""
+        """The text the LLM gets back; a secret a node put in its outputs is
+        masked (errors already are)."""
         if self.status == "success":
             try:
-                return json.dumps(self.data, ensure_ascii=False, default=str)
+                text = json.dumps(self.data, ensure_ascii=False, default=str)
             except (TypeError, ValueError):
-                return json.dumps(to_jsonable(self.data), ensure_ascii=False)
+                text = json.dumps(to_jsonable(self.data), ensure_ascii=False)
+            return redact(text)
         prefix = "refused: " if self.status == "refused" else ""
         return json.dumps({"error": prefix + self.error}, ensure_ascii=False)
 

@@ -472,3 +472,16 @@ def test_the_example_in_docs_tools_md_runs(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "Sunny in Oslo" in out.stdout
     assert "unknown argument 'api_url' (get_weather accepts: city)" in out.stdout
+
+
+async def test_a_secret_in_a_tool_output_is_masked_before_the_llm_sees_it(monkeypatch):
+    from runtime.node import resolve_secret
+
+    monkeypatch.setenv("TEST_LEAKY", "leaky-secret-value-42")
+    resolve_secret({"env": "TEST_LEAKY"})  # as a node reading it would
+    flow = agent_flow(scripted([
+        {"tool_calls": [{"name": "echo", "arguments": {"text": "leaky-secret-value-42"}}]},
+        {"text": "ok"}]), [echo({"mode": fixed("lower")})])
+    _, rec, _ = await run(flow)
+    last = rec.of("llm.request")[-1].messages[-1]
+    assert last["role"] == "tool" and last["content"] == '{"echoed": "***"}'
