@@ -34,6 +34,7 @@ from .json_editor import INVALID, AutoHeightText, JsonEditor, format_json, mono_
 # Small accents only; everything else comes from the palette.
 AI_COLOR = "#7c5cdb"
 MESSAGE_COLOR = "#14958a"
+REQUIRED_COLOR = "#c27c0e"
 
 SCOPE_ORDER = (Scope.AI, Scope.CUSTOM, Scope.MESSAGE)
 SCOPE_LABELS = {Scope.AI: "AI", Scope.CUSTOM: "Custom", Scope.MESSAGE: "Message"}
@@ -51,6 +52,10 @@ SECRET_AI_TIP = ("A secret names an environment variable or keyring entry that y
                  "neither the AI nor a message may pick it")
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _repolish(widget: QWidget) -> None:
@@ -458,15 +463,21 @@ class ParamRow(QWidget):
         self._last_path: str | None = None
         self._last_desc: str | None = None
 
-        self.label = QLabel(spec.label, self)
+        # The required/optional mark is part of the label's rich text, so
+        # that label and mark wrap together in a narrow dock.
+        mark = ("required" if spec.required else "optional" if spec.optional else "")
+        mark_color = REQUIRED_COLOR if spec.required else \
+            self.palette().color(self.palette().ColorRole.PlaceholderText).name()
+        html = _esc(spec.label)
+        if mark:
+            html += (f" &nbsp;<span style='color:{mark_color}; font-weight:400; "
+                     f"font-size:small'>{mark}</span>")
+        self.label = QLabel(html, self)
         self.label.setObjectName("paramLabel")
-        self.label.setToolTip(f"{spec.name} ({spec.type.value})")
-        self.marker = QLabel(self)
-        self.marker.setObjectName("requiredMarker" if spec.required else "muted")
-        self.marker.setText("required" if spec.required else
-                            "optional" if spec.optional else "")
-        self.marker.setToolTip("The node needs a value for this parameter" if spec.required
-                               else "")
+        self.label.setTextFormat(Qt.TextFormat.RichText)
+        self.label.setWordWrap(True)  # a long label wraps rather than widen a narrow dock
+        self.label.setToolTip(f"{spec.name} ({spec.type.value})"
+                              + ("; the node needs a value for it" if spec.required else ""))
         self.switch = ScopeSwitch(spec, self)
         self.switch.setVisible(show_scope)
         if not show_scope:
@@ -476,9 +487,7 @@ class ParamRow(QWidget):
         top = QHBoxLayout()
         top.setContentsMargins(0, 0, 0, 0)
         top.setSpacing(6)
-        top.addWidget(self.label)
-        top.addWidget(self.marker)
-        top.addStretch(1)
+        top.addWidget(self.label, 1)
         top.addWidget(self.switch)
 
         # Custom

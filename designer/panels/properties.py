@@ -169,7 +169,7 @@ QFrame#problemBanner {{ border: 1px solid {error}; border-radius: 6px; }}
 QFrame#problemBanner[severity="warning"] {{ border-color: {warning}; }}
 QLabel#problemItem {{ color: palette(window-text); }}
 QToolButton#scopeButton {{ border: 1px solid palette(mid); border-radius: 0px;
-    padding: 2px 9px; margin: 0px; background: palette(base); color: palette(window-text);
+    padding: 2px 7px; margin: 0px; background: palette(base); color: palette(window-text);
     font-size: 11px; }}
 QToolButton#scopeButton[pos="first"] {{ border-top-left-radius: 6px;
     border-bottom-left-radius: 6px; }}
@@ -266,7 +266,7 @@ class NodeForm(QWidget):
         self.functions: list[dict] = []
 
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(14, 12, 14, 16)
+        layout.setContentsMargins(12, 12, 12, 16)
         layout.setSpacing(10)
         self._build_header(layout)
         self._build_problems(layout)
@@ -342,7 +342,8 @@ class NodeForm(QWidget):
         self.name_edit = QLineEdit(self)
         self.name_edit.setPlaceholderText(self.spec.name)
         self.name_edit.editingFinished.connect(self._on_name)
-        self.disabled_box = QCheckBox("Disabled: skip this node when the flow runs", self)
+        self.disabled_box = QCheckBox("Disabled", self)
+        self.disabled_box.setToolTip("A disabled node is skipped when the flow runs")
         self.disabled_box.clicked.connect(
             lambda on: self.doc.undo_stack.push(SetDisabled(self.doc, self.node_id, bool(on))))
         self.name_problem = _label("", "fieldError", self)
@@ -396,8 +397,7 @@ class NodeForm(QWidget):
         self.cards_layout.setSpacing(6)
         layout.addWidget(self.cards_box)
         head = QHBoxLayout()
-        head.addWidget(_label("Tools as sent to the model (JSON)", "paramLabel", self,
-                              wrap=False))
+        head.addWidget(_label("JSON sent to the model", "paramLabel", self, wrap=False))
         head.addStretch(1)
         self.copy_button = QToolButton(self)
         self.copy_button.setText("Copy")

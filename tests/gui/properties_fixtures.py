@@ -133,7 +133,7 @@ def save_screenshots(out_dir: str, dark: bool = False) -> list[str]:
     if flow is None:
         registry, flow = fake_registry(), fake_flow()
     flow.nodes.append(FlowNode.model_validate({
-        "id": "route", "type": "core.switch", "name": "Route by priority",
+        "id": "route", "type": "core.switch", "name": "Route by priority", "position": [80, 300],
         "params": {"path": {"scope": "custom", "value": "payload.priority"},
                    "rules": {"scope": "custom", "value": [
                        {"op": "eq", "value": "high"}, {"op": "regex", "value": "^urg"},
@@ -165,7 +165,35 @@ def save_screenshots(out_dir: str, dark: bool = False) -> list[str]:
         dock.grab().save(str(path))
         saved.append(str(path))
     win.close()
+    if flow.node("mail") is not None and registry is Registry.default():
+        saved.append(_window_shot(app, flow, out / f"properties-window{suffix}.png"))
     return saved
+
+
+def _window_shot(app, flow: Flow, path) -> str:
+    """The real main window with Send Mail selected."""
+    import tempfile
+    from pathlib import Path
+
+    from designer.main_window import MainWindow
+
+    with tempfile.TemporaryDirectory() as tmp:
+        file = Path(tmp) / "email-assistant.flow.json"
+        file.write_text(flow.dumps(), encoding="utf-8")
+        w = MainWindow(restore_layout=False)
+        w.open_path(str(file), ask=False)
+        w.resize(1440, 900)
+        w.show()
+        app.processEvents()
+        w.select_node("mail")
+        w.view.fit_all()
+        w.document.revalidate()
+        app.processEvents()
+        w.grab().save(str(path))
+        w.autosave.stop()
+        w.document.undo_stack.setClean()
+        w.close()
+    return str(path)
 
 
 if __name__ == "__main__":
