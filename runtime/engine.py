@@ -516,7 +516,12 @@ class Engine:
             rt.active -= 1
         data = msg.pop(TOOL_DATA, None) or {"status": "completed"}
         rt.count_out += 1
-        return tool_response(msg, data=data)
+        response = tool_response(msg, data=data)
+        if self._record:
+            # What the node sent back is its "last out" in tool mode; a
+            # tool call is rare enough to record every one.
+            rt.record(rt.last_out, response)
+        return response
 
     # -- stats --------------------------------------------------------------
     async def _stats_loop(self) -> None:
