@@ -359,3 +359,20 @@ def test_real_email_assistant_scopes(qtbot):
     doc.undo_stack.push(AddWire(doc, Wire.model_validate(
         {"from": ["agent", "tools"], "to": ["show", "in"]})))  # refused by validation only
     assert len(panel.form.functions) == 1  # a debug node declares no tool
+
+
+def test_a_hand_edited_disallowed_scope_is_shown_inline_and_fixable(qtbot, doc):
+    doc.node("mail").params["smtp_host"] = ParamValue(scope=Scope.AI)  # as if from a file
+    doc.revalidate()
+    panel = PropertiesPanel(doc)
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.set_node("mail")
+    row = panel.form.rows["smtp_host"]
+    assert row.problem.isVisibleTo(panel) and "not allowed" in row.problem.text()
+    assert "Smtp host" in panel.form.problem_banner.findChildren(QLabel)[0].text()
+    qtbot.mouseClick(row.switch.buttons[Scope.CUSTOM], Qt.MouseButton.LeftButton)
+    doc.revalidate()
+    # No value typed yet: the param goes back to its spec default (custom).
+    assert "smtp_host" not in params(doc, "mail")
+    assert row.value_editor.isVisibleTo(panel) and not row.problem.isVisibleTo(panel)
