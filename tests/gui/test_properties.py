@@ -376,3 +376,13 @@ def test_a_hand_edited_disallowed_scope_is_shown_inline_and_fixable(qtbot, doc):
     # No value typed yet: the param goes back to its spec default (custom).
     assert "smtp_host" not in params(doc, "mail")
     assert row.value_editor.isVisibleTo(panel) and not row.problem.isVisibleTo(panel)
+
+
+def test_preview_is_exactly_what_switchboard_tools_prints(qtbot, panel, doc):
+    from runtime.tools import agent_tool_specs
+
+    panel.set_node("agent")
+    assert panel.form.functions == agent_tool_specs(doc.flow, doc.registry)["agent"]
+    doc.undo_stack.push(SetParam(doc, "mail", "subject", ParamValue(scope=Scope.CUSTOM,
+                                                                     value="Hi"), merge=False))
+    assert panel.form.functions == agent_tool_specs(doc.flow, doc.registry)["agent"]
