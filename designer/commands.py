@@ -163,6 +163,22 @@ class SetToolOverride(QUndoCommand):
         self.doc.set_tool(self.node_id, self.old)
 
 
+class SetOutputPath(QUndoCommand):
+    def __init__(self, doc: FlowDocument, node_id: str, output: str, path: str | None) -> None:
+        super().__init__(f"Move output {output}")
+        fnode = doc.node(node_id)
+        assert fnode is not None
+        self.doc, self.node_id, self.output = doc, node_id, output
+        self.old = fnode.outputs.get(output)
+        self.new = path or None
+
+    def redo(self) -> None:
+        self.doc.set_output_path(self.node_id, self.output, self.new)
+
+    def undo(self) -> None:
+        self.doc.set_output_path(self.node_id, self.output, self.old)
+
+
 class SetDisabled(QUndoCommand):
     def __init__(self, doc: FlowDocument, node_id: str, disabled: bool) -> None:
         super().__init__("Disable node" if disabled else "Enable node")

@@ -218,6 +218,17 @@ class FlowDocument(QObject):
         n.tool = tool
         self.node_changed.emit(node_id)
 
+    def set_output_path(self, node_id: str, output: str, path: str | None) -> None:
+        """Move where an output is written in RPA mode; None restores the
+        spec's default path."""
+        n = self.flow.node(node_id)
+        assert n is not None
+        if path:
+            n.outputs[output] = path
+        else:
+            n.outputs.pop(output, None)
+        self.node_changed.emit(node_id)
+
     def set_disabled(self, node_id: str, disabled: bool) -> None:
         n = self.node(node_id)
         assert n is not None

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from designer.commands import RenameNode, SetDisabled, SetParam, SetToolOverride
+from designer.commands import RenameNode, SetDisabled, SetOutputPath, SetParam, SetToolOverride
 from designer.document import FlowDocument
 from runtime.flow import Problem, ToolOverride, tool_name
 from runtime.spec import JSON_TYPES, NodeSpec, ParamType, Scope
@@ -413,19 +413,49 @@ class NodeForm(QWidget):
 
     def _build_outputs(self, layout: QVBoxLayout) -> None:
         layout.addWidget(_section("Outputs", self))
-        fnode = self.doc.node(self.node_id)
+        self.output_edits: dict[str, QLineEdit] = {}
         for out in self.spec.results:
-            path = (fnode.outputs.get(out.name) if fnode else None) or out.path
-            text = (f"<b>{out.name}</b> &rarr; <span style='font-family:monospace'>msg.{path}"
-                    f"</span>")
-            label = _label(text, "", self)
-            label.setTextFormat(Qt.TextFormat.RichText)
-            layout.addWidget(label)
+            layout.addWidget(_label(f"<b>{out.name}</b> is written to", "", self))
+            row = QHBoxLayout()
+            prefix = _label("msg.", "muted", self)
+            prefix.setFont(mono_font())
+            row.addWidget(prefix)
+            edit = QLineEdit(self)
+            edit.setObjectName("pathEdit")
+            edit.setFont(mono_font())
+            edit.setPlaceholderText(out.path)
+            edit.setToolTip(f"Where {out.name} goes in the message in RPA mode; empty = "
+                            f"msg.{out.path}")
+            edit.editingFinished.connect(lambda name=out.name, e=edit: self._push_output(name, e))
+            row.addWidget(edit, 1)
+            layout.addLayout(row)
+            self.output_edits[out.name] = edit
             if out.description:
                 layout.addWidget(_label(out.description, "muted", self))
         if self.spec.tool is not None:
             layout.addWidget(_label("As a tool, the outputs go back to the AI by name instead.",
                                     "muted", self))
+
+    def _push_output(self, name: str, edit: QLineEdit) -> None:
+        from runtime.message import PathError, parse_path
+
+        fnode = self.doc.node(self.node_id)
+        text = edit.text().strip()
+        if text.startswith("msg."):
+            text = text[4:]
+        if fnode is None or (fnode.outputs.get(name) or "") == text:
+            return
+        if text:
+            try:
+                parse_path(text)
+            except PathError as exc:
+                edit.setProperty("invalid", True)
+                edit.setToolTip(f"Not applied: {exc}")
+                edit.style().polish(edit)
+                return
+        edit.setProperty("invalid", False)
+        edit.style().polish(edit)
+        self.doc.undo_stack.push(SetOutputPath(self.doc, self.node_id, name, text or None))
 
     def _json_view(self, max_lines: int = 30) -> AutoHeightText:
         view = AutoHeightText(self, 2, max_lines)
@@ -448,6 +478,10 @@ class NodeForm(QWidget):
             self.name_edit.setText(fnode.name or "")
         self.title.setText(fnode.name or self.spec.name)
         self.disabled_box.setChecked(fnode.disabled)
+        for name, edit in getattr(self, "output_edits", {}).items():
+            shown = fnode.outputs.get(name) or ""
+            if edit.text() != shown and not edit.hasFocus():
+                edit.setText(shown)
         if self.spec.tool is not None:
             shown = (fnode.tool.name, fnode.tool.description) if fnode.tool else (None, None)
             if shown != self._shown_tool:

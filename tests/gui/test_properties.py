@@ -386,3 +386,27 @@ def test_preview_is_exactly_what_switchboard_tools_prints(qtbot, panel, doc):
     doc.undo_stack.push(SetParam(doc, "mail", "subject", ParamValue(scope=Scope.CUSTOM,
                                                                      value="Hi"), merge=False))
     assert panel.form.functions == agent_tool_specs(doc.flow, doc.registry)["agent"]
+
+
+def test_output_path_override_is_one_undo_step(qtbot):
+    registry = Registry.default()
+    flow = real_email_flow(registry)
+    if flow is None:
+        pytest.skip("mail.send is not installed")
+    doc = FlowDocument(flow, registry)
+    panel = PropertiesPanel(doc)
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.set_node("mail")
+    edit = panel.form.output_edits["message_id"]
+    assert edit.placeholderText() == doc.spec("mail").output("message_id").path
+    edit.setText("msg.result.id")
+    edit.editingFinished.emit()
+    assert doc.node("mail").outputs == {"message_id": "result.id"}
+    edit.setText("bad..path")
+    edit.editingFinished.emit()
+    assert doc.node("mail").outputs == {"message_id": "result.id"}  # not applied
+    assert edit.property("invalid") is True
+    doc.undo_stack.undo()
+    assert doc.node("mail").outputs == {}
+    assert edit.text() == ""
