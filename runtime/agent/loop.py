@@ -47,7 +47,8 @@ async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | N
             bus.publish(LlmRequest(agent=agent_id, provider=provider.name, model=model, turn=turn + 1,
                                    message_count=len(conversation) + (1 if instructions else 0),
                                    tools=list(names),
-                                   messages=to_jsonable(conversation, limit=EVENT_TEXT_LIMIT)))
+                                   messages=to_jsonable(_as_seen(instructions, conversation),
+                                                        limit=EVENT_TEXT_LIMIT)))
         t0 = time.perf_counter()
         reply: LlmReply = await provider.complete(
             system=instructions, messages=conversation, tools=functions, model=model,
@@ -87,3 +88,11 @@ def _no_tools(call: Any) -> ToolOutcome:
 
     return ToolOutcome(call.id, "", call.name, "", call.arguments, "refused",
                        error=f"unknown tool '{call.name}' (this agent has no tools)")
+
+
+def _as_seen(instructions: str, conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation as the model sees it: providers pass the instructions
+    apart from the messages, but a person reading the run wants them first."""
+    if not instructions:
+        return conversation
+    return [{"role": "system", "content": instructions}, *conversation]

@@ -46,7 +46,7 @@ def test_an_agent_run_fills_the_tools_and_agent_tabs(fake_window, email_flow, qt
     assert agent.current_agent() == "agent"
     conv = agent.current_conversation()
     roles = [m["role"] for m in conv.transcript]
-    assert roles == ["user", "assistant", "tool", "assistant"]
+    assert roles == ["system", "user", "assistant", "tool", "assistant"]  # as the LLM saw it
     text = agent.view.toPlainText()
     assert "Tell john@example.com" in text  # the prompt
     assert "send_email" in text  # the tool call, with its arguments
@@ -75,7 +75,8 @@ def test_the_chat_box_sends_a_prompt_into_the_agent(fake_window, email_flow, qtb
     qtbot.waitUntil(lambda: not window.session.controller.is_running, timeout=10000)
     assert inspector.tabs.currentWidget() is agent
     conv = agent.current_conversation()
-    assert conv.transcript[0]["content"] == "Please tell ada@example.com her invoice is ready"
+    first_user = next(m for m in conv.transcript if m["role"] == "user")
+    assert first_user["content"] == "Please tell ada@example.com her invoice is ready"
     assert "Please tell ada@example.com" in agent.view.toPlainText()
     # the flow's own inject did not fire: one conversation, one answer
     assert len(inspector.ctx.model.conversations) == 1
