@@ -350,7 +350,7 @@ class Node:
         if self._rt is not None:
             self._rt.send(msg, port)
 
-    def status(self, text: str = "", color: str = "", state: str = "idle") -> None:
+    def show_status(self, text: str = "", color: str = "", state: str = "idle") -> None:
         if self._rt is not None:
             self._rt.status(text, color, state)
 

@@ -295,3 +295,26 @@ def test_explicit_null_is_a_value_for_json_params_only():
     assert n.extra.get(Message.new(), default="fallback") is None
     assert n.port.get(Message.new()) == 25
     assert make().extra.get(Message.new(), default="fallback") == "fallback"
+
+
+def test_an_output_may_be_called_status():
+    """DESIGN's own example of an output name is `status` (an HTTP status);
+    the node API must not take that name for itself."""
+    from runtime.message import Message
+    from runtime.node import Node, Output, node
+
+    @node("test.status_output", name="Status output", category="Test")
+    class WithStatus(Node):
+        result = Output(str, "main result")
+        status = Output(int, "an HTTP status")
+
+        def on_message(self, msg):
+            self.result.set(msg, "ok")
+            self.status.set(msg, 204)
+            self.show_status("done", "green", "done")
+
+    n = WithStatus("s")
+    msg = Message.new()
+    n.on_message(msg)
+    assert msg["payload"] == "ok" and msg["status"] == 204
+    assert [o.name for o in WithStatus.spec.results] == ["result", "status"]

@@ -136,7 +136,7 @@ class Agent(Node):
         model = self.model.get(msg) or DEFAULT_MODEL.get(kind, "")
         timeout = self.tool_timeout_seconds.get()
         bus = self._rt.engine.bus if self._rt is not None else EventBus()
-        self.status("thinking", "blue", "running")
+        self.show_status("thinking", "blue", "running")
         result = await run_agent(
             agent_id=self.id, provider=self._provider, bridge=self._get_bridge(), bus=bus,
             base_msg=msg, prompt=prompt, instructions=self.instructions.get(msg) or "",
@@ -145,7 +145,7 @@ class Agent(Node):
         self.answer.set(msg, result.text)
         self.agent.set(msg, result.info())
         n = len(result.outcomes)
-        self.status(f"{result.turns} turns, {n} tool call{'s' if n != 1 else ''}", "green", "done")
+        self.show_status(f"{result.turns} turns, {n} tool call{'s' if n != 1 else ''}", "green", "done")
 
     async def close(self) -> None:
         provider, self._provider = self._provider, None

@@ -82,10 +82,10 @@ class SendMail(Node):
             path = self._write_outbox(mail, mid)
             accepted = recipients
             self.file.set(msg, str(path))
-            self.status(f"saved for {', '.join(to)}", "green", "done")
+            self.show_status(f"saved for {', '.join(to)}", "green", "done")
         else:
             accepted = await self._send_smtp(mail, sender, recipients, msg)
-            self.status(f"sent to {', '.join(accepted)}", "green", "done")
+            self.show_status(f"sent to {', '.join(accepted)}", "green", "done")
         self.message_id.set(msg, mid)
         self.accepted.set(msg, accepted)
 
