@@ -211,6 +211,13 @@ class NodeItem(QGraphicsItem):
         if look.tools_port:
             self.ports.append(PortInfo(look.tools_port, "tools", "tools",
                                        QPointF(NODE_W / 2, h)))
+        # What a click hits: the card and a generous disc around every port.
+        shape = QPainterPath()
+        shape.addRoundedRect(QRectF(0, 0, NODE_W, h), RADIUS, RADIUS)
+        for p in self.ports:
+            shape.addEllipse(p.pos, PORT_HIT, PORT_HIT)
+        shape.setFillRule(Qt.FillRule.WindingFill)
+        self._shape = shape
         text_x = 12 + ICON_BOX + 10
         width = NODE_W - text_x - 12
         self._title = QStaticText(s.title_fm.elidedText(look.title, Qt.TextElideMode.ElideRight, width))
@@ -289,12 +296,11 @@ class NodeItem(QGraphicsItem):
     # -- QGraphicsItem ------------------------------------------------------
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
         extra = 22 if self.run_state != "idle" or self.look.tools_port else 0
-        return QRectF(-PORT_R - 4, -10, NODE_W + 2 * PORT_R + 8, self.height + 16 + extra)
+        return QRectF(-PORT_HIT - 1, -PORT_HIT - 1, NODE_W + 2 * PORT_HIT + 2,
+                      self.height + 2 * PORT_HIT + 2 + extra)
 
     def shape(self) -> QPainterPath:
-        path = QPainterPath()
-        path.addRoundedRect(QRectF(-PORT_R, 0, NODE_W + 2 * PORT_R, self.height), RADIUS, RADIUS)
-        return path
+        return self._shape
 
     def move_to(self, pos: QPointF) -> None:
         if pos != self.pos():
