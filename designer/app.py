@@ -113,6 +113,7 @@ def _screenshot(app, window, path: Path, size: tuple[int, int]) -> int:
     window.autosave.stop()
     window.document.undo_stack.setClean()
     window.close()
+    window.deleteLater()
     app.processEvents()
     if not ok:
         print(f"switchboard: cannot write {path}", file=sys.stderr)

@@ -110,7 +110,8 @@ def apply(app, theme: Theme) -> None:
     """Set the application palette, font and style sheet for a theme."""
     global _current
     _current = theme
-    app.setStyle("Fusion")
+    if app.style().name().lower() != "fusion":
+        app.setStyle("Fusion")  # once: a new style object repolishes every widget
     app.setFont(ui_font(10))
     pal = QPalette()
     c = QColor

@@ -103,10 +103,14 @@ def make_window(qtbot, registry, data_dir):
         return w
 
     yield make
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+
     for w in windows:
         w.document.undo_stack.setClean()
         w.close()
         w.deleteLater()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 @pytest.fixture
