@@ -55,7 +55,7 @@ LIGHT = Theme(
     border="#d9dde3", accent="#2f6fdf", accent_text="#ffffff",
     canvas="#f4f5f7", grid="#dfe2e8", grid_major="#d2d6de",
     node="#ffffff", node_header="#f7f8fa", node_border="#d3d8e0", node_shadow="#1f243014",
-    wire="#98a1b0", wire_hover="#5b6577", tools="#7c5cd6", ai="#0f8f86",
+    wire="#98a1b0", wire_hover="#5b6577", tools="#7c5cd6", ai="#6a4fd0",
     error="#d64545", warning="#d9870b", running="#2f6fdf", done="#2e9e5b", refused="#d64545",
 )
 
@@ -65,7 +65,7 @@ DARK = Theme(
     border="#343842", accent="#5b93f0", accent_text="#0f1115",
     canvas="#17191d", grid="#25282f", grid_major="#2d3139",
     node="#262a31", node_header="#2c3038", node_border="#3b404b", node_shadow="#00000055",
-    wire="#6d7584", wire_hover="#a3abb8", tools="#a48cf0", ai="#3cc2b4",
+    wire="#6d7584", wire_hover="#a3abb8", tools="#a48cf0", ai="#a48cf0",
     error="#ef6b6b", warning="#f0a73a", running="#5b93f0", done="#4cc47f", refused="#ef6b6b",
 )
 

@@ -406,13 +406,16 @@ class NodeItem(QGraphicsItem):
             painter.drawLine(QPointF(1, y), QPointF(NODE_W - 1, y))
             painter.setFont(s.chip_font)
             for kind, rect, text in self._chips:
+                # The tool chip is a tint of the tools colour; the AI chip is
+                # solid, in the colour the properties panel gives AI scope.
                 color = s.tools if kind == "tool" else s.ai
                 fill = QColor(color)
-                fill.setAlpha(38 if not s.t.dark else 60)
+                if kind == "tool":
+                    fill.setAlpha(38 if not s.t.dark else 60)
                 painter.setPen(Qt.PenStyle.NoPen)
                 painter.setBrush(fill)
                 painter.drawRoundedRect(rect, 8, 8)
-                painter.setPen(color)
+                painter.setPen(color if kind == "tool" else (s.canvas if s.t.dark else s.white))
                 if kind == "tool":
                     img = icons.image("wrench", color.name(), max(8, round(11 * scale)))
                     painter.drawImage(QRectF(rect.x() + 6, rect.y() + 2.5, 11, 11), img)

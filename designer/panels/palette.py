@@ -77,7 +77,7 @@ class Palette(QWidget):
         self.tree.setRootIsDecorated(False)
         self.tree.setDragEnabled(True)
         self.tree.setDragDropMode(QAbstractItemView.DragDropMode.DragOnly)
-        self.tree.setUniformRowHeights(True)
+        self.tree.setUniformRowHeights(False)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 6)
@@ -102,6 +102,7 @@ class Palette(QWidget):
                 cat.setFlags(Qt.ItemFlag.ItemIsEnabled)
                 cat.setFont(0, header_font)
                 cat.setForeground(0, theme.current().color("muted"))
+                cat.setSizeHint(0, QSize(0, 30 if not cats else 36))
                 self.tree.addTopLevelItem(cat)
                 cats[spec.category] = cat
             item = QTreeWidgetItem([spec.name])
@@ -115,6 +116,7 @@ class Palette(QWidget):
             item.setToolTip(0, tip)
             item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
                           | Qt.ItemFlag.ItemIsDragEnabled)
+            item.setSizeHint(0, QSize(0, 30))
             cat.addChild(item)
         self.tree.expandAll()
         self._filter(self.search.text())
@@ -199,6 +201,7 @@ class QuickAdd(QFrame):
         self.list.itemActivated.connect(self._choose)
         for spec in registry.specs():
             item = QListWidgetItem(node_icon(spec), f"{spec.name}")
+            item.setSizeHint(QSize(0, 28))
             item.setData(TYPE_ROLE, spec.type)
             item.setToolTip(summary(spec))
             self.list.addItem(item)
