@@ -111,6 +111,11 @@ def make_window(qtbot, registry, data_dir):
         w.close()
         w.deleteLater()
     QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    # Collect the windows' Python objects now, not in a long GC pause during
+    # some later (timing-sensitive) test.
+    import gc
+
+    gc.collect()
 
 
 @pytest.fixture
