@@ -19,6 +19,7 @@ from typing import Any
 from PySide6.QtCore import QEvent, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QPainter, QPalette
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QFrame,
     QHBoxLayout,
@@ -877,11 +878,18 @@ class PropertiesPanel(QWidget):
 
     # -- looks -----------------------------------------------------------------------------
     def _apply_style(self) -> None:
-        self._dark = _is_dark(self.palette())
-        self.setStyleSheet(panel_style(self._dark))
+        # Read darkness from the application's palette: our own stylesheet
+        # changes this widget's palette, and reading that back flipped the
+        # answer and re-applied the style forever (a crash on theme change).
+        self._dark = _is_dark(QApplication.palette())
+        self._styling = True
+        try:
+            self.setStyleSheet(panel_style(self._dark))
+        finally:
+            self._styling = False
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
-        if event.type() == QEvent.Type.PaletteChange and _is_dark(self.palette()) != \
-                getattr(self, "_dark", None):
+        if (event.type() == QEvent.Type.PaletteChange and not getattr(self, "_styling", False)
+                and _is_dark(QApplication.palette()) != getattr(self, "_dark", None)):
             self._apply_style()
         super().changeEvent(event)

@@ -410,3 +410,20 @@ def test_output_path_override_is_one_undo_step(qtbot):
     doc.undo_stack.undo()
     assert doc.node("mail").outputs == {}
     assert edit.text() == ""
+
+
+def test_theme_flips_restyle_the_panel_once_and_do_not_recurse(qtbot, qapp, panel, doc):
+    """Flipping the app palette at run time (View > Theme, or the system
+    theme changing) used to re-style the panel forever and crash."""
+    from designer import theme
+
+    panel.set_node("mail")
+    try:
+        theme.apply(qapp, theme.DARK)
+        qapp.processEvents()
+        assert panel._dark is True
+        theme.apply(qapp, theme.LIGHT)
+        qapp.processEvents()
+        assert panel._dark is False
+    finally:
+        theme.apply(qapp, theme.LIGHT)
