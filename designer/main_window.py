@@ -331,13 +331,15 @@ class MainWindow(QMainWindow):
     # -- selection and the run integration's entry points ------------------------
     def _on_selection(self) -> None:
         ids = self.scene.selected_node_ids()
-        node_id = ids[0] if len(ids) == 1 else None
+        set_nodes = getattr(self.properties, "set_nodes", None)
         set_node = getattr(self.properties, "set_node", None)
-        if set_node is not None:
-            try:
-                set_node(node_id)
-            except Exception:
-                log.exception("properties panel failed on %s", node_id)
+        try:
+            if set_nodes is not None:
+                set_nodes(ids)  # one id: its form; several: a summary
+            elif set_node is not None:
+                set_node(ids[0] if len(ids) == 1 else None)
+        except Exception:
+            log.exception("properties panel failed on %s", ids)
 
     def select_node(self, node_id: str) -> None:
         self.scene.select_nodes([node_id])
