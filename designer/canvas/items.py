@@ -30,6 +30,7 @@ from .. import icons, theme
 
 # Geometry of a node, in scene units (1:1 = pixels).
 NODE_W = 168.0
+TOOLS_PORT_INSET = 28.0  # the tools port sits this far from the bottom-right corner
 HEADER_H = 42.0
 ROW_H = 20.0
 FOOTER_H = 24.0
@@ -209,8 +210,10 @@ class NodeItem(QGraphicsItem):
             self.ports.append(PortInfo(name, label, "out",
                                        QPointF(NODE_W, self._row_y(i, len(look.outputs)))))
         if look.tools_port:
+            # Bottom-right: tool nodes usually sit below and to the right, so
+            # tools wires leave clear of the run-state line on the left.
             self.ports.append(PortInfo(look.tools_port, "tools", "tools",
-                                       QPointF(NODE_W / 2, h)))
+                                       QPointF(NODE_W - TOOLS_PORT_INSET, h)))
         # What a click hits: the card and a generous disc around every port.
         shape = QPainterPath()
         shape.addRoundedRect(QRectF(0, 0, NODE_W, h), RADIUS, RADIUS)
@@ -295,7 +298,11 @@ class NodeItem(QGraphicsItem):
 
     # -- QGraphicsItem ------------------------------------------------------
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
-        extra = 22 if self.run_state != "idle" or self.look.tools_port else 0
+        extra = 0
+        if self.run_state != "idle":
+            extra = 40 if self.look.tools_port else 22
+        elif self.look.tools_port:
+            extra = 22
         return QRectF(-PORT_HIT - 1, -PORT_HIT - 1, NODE_W + 2 * PORT_HIT + 2,
                       self.height + 2 * PORT_HIT + 2 + extra)
 
@@ -451,7 +458,8 @@ class NodeItem(QGraphicsItem):
                 if not simple:
                     painter.setFont(s.port_font)
                     painter.setPen(s.tools)
-                    painter.drawText(QPointF(x + r + 5, y + 14), "tools")
+                    label_w = s.port_fm.horizontalAdvance("tools")
+                    painter.drawText(QPointF(x - r - 5 - label_w, y + 14), "tools")
             else:
                 painter.drawEllipse(p.pos, radius, radius)
 
@@ -471,10 +479,10 @@ class NodeItem(QGraphicsItem):
 
     def _paint_run_state(self, painter: QPainter, s: Style) -> None:
         color = getattr(s, RUN_COLORS.get(self.run_state, "muted"), s.muted)
-        y = self.height + 14 if not self.look.tools_port else self.height + 14
+        # An agent's tools port and its label sit at the bottom right; the
+        # run state goes on its own line below them.
+        y = self.height + (32 if self.look.tools_port else 14)
         x = 4.0
-        if self.look.tools_port:
-            x = NODE_W / 2 + 44
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(color)
         painter.drawEllipse(QPointF(x + 4, y), 4, 4)
