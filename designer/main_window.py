@@ -99,6 +99,7 @@ class MainWindow(QMainWindow):
         self.view.node_dropped.connect(lambda t, pos: self.editor.add_node(t, pos))
         self.view.file_dropped.connect(self.open_path)
         self.view.quick_add_requested.connect(self.editor.open_quick_add)
+        self.scene.wire_dropped.connect(self.editor.open_wire_picker)
         self.view.zoom_changed.connect(self._update_zoom)
         self.palette.add_requested.connect(self._add_from_palette)
 

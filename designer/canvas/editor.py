@@ -10,9 +10,12 @@ from __future__ import annotations
 from PySide6.QtCore import QMimeData, QObject, QPointF
 from PySide6.QtGui import QGuiApplication
 
+from runtime.flow import Wire
+
 from ..commands import (
     CLIPBOARD_MIME,
     AddNode,
+    AddWire,
     RemoveItems,
     SetDisabled,
     fragment_json,
@@ -124,12 +127,61 @@ class CanvasEditor(QObject):
             self.doc.undo_stack.push(SetDisabled(self.doc, node_id, not fnode.disabled))
 
     # -- quick add ------------------------------------------------------------
-    def open_quick_add(self, text: str, at: QPointF, global_pos) -> None:
+    def open_wire_picker(self, node_id: str, port: str, kind: str, at: QPointF,
+                         global_pos):
+        """A wire dropped on empty canvas: pick a node; it is placed there and
+        connected, as one undo step. Only nodes that can take the wire are
+        offered (for an agent's tools port: nodes that declare a tool)."""
         from ..panels.palette import QuickAdd
 
+        if kind == "in":
+            def accept(spec) -> bool:
+                return any(p.kind == "out" for p in spec.outputs) or spec.dynamic_outputs
+        elif kind == "tools":
+            def accept(spec) -> bool:
+                return spec.tool is not None and bool(spec.inputs)
+        else:
+            def accept(spec) -> bool:
+                return bool(spec.inputs)
+        self._close_quick_add()
+        popup = QuickAdd(self.doc.registry, self.view, accept=accept)
+        popup.chosen.connect(lambda type_id: self._add_connected(type_id, at, node_id, port, kind))
+        self._quick_add = popup
+        popup.open_at(global_pos)
+        return popup
+
+    def _add_connected(self, type_id: str, at: QPointF, node_id: str, port: str,
+                       kind: str) -> str | None:
+        spec = self.doc.registry.spec(type_id)
+        if spec is None:
+            return None
+        stack = self.doc.undo_stack
+        stack.beginMacro(f"Add {spec.name} and connect")
+        try:
+            new_id = self.add_node(type_id, at)
+            if new_id is None:
+                return None
+            if kind == "in":
+                outs = self.doc.output_ports(new_id)
+                ends = (new_id, outs[0], node_id, port) if outs else None
+            else:
+                ends = (node_id, port, new_id, spec.inputs[0].name) if spec.inputs else None
+            if ends and self.doc.can_connect(*ends)[0]:
+                stack.push(AddWire(self.doc, Wire(source=ends[:2], target=ends[2:])))
+            return new_id
+        finally:
+            stack.endMacro()
+
+    def _close_quick_add(self) -> None:
         if self._quick_add is not None:
             self._quick_add.close()
             self._quick_add.deleteLater()
+            self._quick_add = None
+
+    def open_quick_add(self, text: str, at: QPointF, global_pos) -> None:
+        from ..panels.palette import QuickAdd
+
+        self._close_quick_add()
         popup = QuickAdd(self.doc.registry, self.view)
         popup.chosen.connect(lambda type_id: self.add_node(type_id, at))
         self._quick_add = popup

@@ -134,6 +134,10 @@ class NewWire(Interaction):
             self.scene.message.emit("")
         elif self.target:
             self.scene.message.emit(f"Not connected: {self.reason}")
+        elif QLineF(self.node.mapToScene(self.port.pos), event.scenePos()).length() > PORT_HIT * 3:
+            # Released on empty canvas: offer a node to connect (n8n-style).
+            self.scene.wire_dropped.emit(self.node.node_id, self.port.name, self.port.kind,
+                                         event.scenePos(), event.screenPos())
         self.end()
         return True
 

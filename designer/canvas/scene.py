@@ -32,6 +32,9 @@ SCENE_MARGIN = 4000.0
 
 class FlowScene(QGraphicsScene):
     message = Signal(str)  # a status-bar sentence (why a wire was refused)
+    # A new wire released on empty canvas: node id, port name, port kind,
+    # scene QPointF, global QPoint. The editor offers a node to connect.
+    wire_dropped = Signal(str, str, str, object, object)
     node_context_menu = Signal(str, object)  # node id, global QPoint
     canvas_context_menu = Signal(object, object)  # scene QPointF, global QPoint
     node_activated = Signal(str)  # double-click

@@ -177,9 +177,12 @@ class QuickAdd(QFrame):
 
     chosen = Signal(str)
 
-    def __init__(self, registry, parent=None) -> None:
+    def __init__(self, registry, parent=None, accept=None) -> None:
         super().__init__(parent, Qt.WindowType.Popup)
         self.registry = registry
+        # Optional filter (spec -> bool): a wire dropped on empty canvas only
+        # offers nodes that can take it.
+        self.accept = accept
         self.setFrameShape(QFrame.Shape.StyledPanel)
         t = theme.current()
         self.setStyleSheet(f"QuickAdd {{ background: {t.base}; border: 1px solid {t.border};"
@@ -219,7 +222,8 @@ class QuickAdd(QFrame):
         for i in range(self.list.count()):
             item = self.list.item(i)
             spec = self.registry.spec(item.data(TYPE_ROLE))
-            show = spec is not None and matches(spec, words)
+            show = (spec is not None and matches(spec, words)
+                    and (self.accept is None or self.accept(spec)))
             item.setHidden(not show)
             if show and first is None:
                 first = item

@@ -410,3 +410,37 @@ def test_run_state_badges_for_the_integration(window, qtbot):
     assert node.run_state == "idle" and window.scene.item_for_wire(0).activity == 0
     window.select_node("b")
     assert window.scene.selected_node_ids() == ["b"]
+
+
+def test_wire_dropped_on_empty_canvas_offers_nodes_that_can_take_it(window, qtbot):
+    doc = window.document
+    add(doc, "agent", "test.agent", 0, 0)
+    show_all(window)
+    start = port_point(window, "agent", "tools", "tools")
+    drag(window, start, start + QPoint(220, 160))
+    popup = window.editor._quick_add
+    assert popup is not None and popup.isVisible()
+    # From a tools port, only nodes that declare a tool are offered.
+    assert popup.visible_types() == ["test.tool"]
+    popup._choose()
+    assert [n.type for n in doc.flow.nodes] == ["test.agent", "test.tool"]
+    new_id = doc.flow.nodes[1].id
+    assert wires_of(doc) == [(("agent", "tools"), (new_id, "in"))]
+    # One undo step removes both the node and its wire.
+    doc.undo_stack.undo()
+    assert [n.id for n in doc.flow.nodes] == ["agent"] and wires_of(doc) == []
+
+
+def test_wire_dropped_from_an_input_connects_the_new_nodes_output(window, qtbot):
+    doc = window.document
+    add(doc, "dst", "test.step", 400, 0)
+    show_all(window)
+    start = port_point(window, "dst", "in", "in")
+    drag(window, start, start - QPoint(240, 0))
+    popup = window.editor._quick_add
+    assert "test.sink" not in popup.visible_types()  # a sink has no output
+    popup.edit.setText("source")
+    popup._choose()
+    src = doc.flow.nodes[-1]
+    assert src.type == "test.source"
+    assert wires_of(doc) == [((src.id, "out"), ("dst", "in"))]
