@@ -54,6 +54,13 @@ def run_designer(args) -> int:
     if screenshot and not os.environ.get("QT_QPA_PLATFORM") and not (
             os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"  # headless screenshots need no display
+    elif sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM") and not (
+            os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        # Qt would abort with a plugin dump; say what is wrong and what works.
+        print("switchboard: no display found (DISPLAY and WAYLAND_DISPLAY are unset). Open the "
+              "designer on a desktop, run flows headless with 'switchboard run FLOW', or use "
+              "'xvfb-run switchboard'.", file=sys.stderr)
+        return 2
 
     app = _application(sys.argv[:1])
     from PySide6.QtCore import QSettings

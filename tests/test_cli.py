@@ -227,3 +227,13 @@ def test_no_args_without_the_designer_prints_help():
 def test_help():
     r = sb("--help")
     assert r.returncode == 0 and "validate" in r.stdout
+
+
+def test_designer_without_a_display_says_so_instead_of_aborting(tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    out = subprocess.run([sys.executable, "-m", "runtime.cli"], env=env, capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 2
+    assert "no display found" in out.stderr and "switchboard run FLOW" in out.stderr
+    assert "Traceback" not in out.stderr
