@@ -350,6 +350,16 @@ class Node:
         if self._rt is not None:
             self._rt.send(msg, port)
 
+    async def run_blocking(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run blocking work (a synchronous SDK, file or CPU work) in a worker
+        thread, so that the event loop (and, in the designer, the window)
+        stays responsive. Call it from an ``async def on_message``; the
+        function must not touch the message router (no ``send`` from it)."""
+        import asyncio
+        import functools
+
+        return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
+
     def show_status(self, text: str = "", color: str = "", state: str = "idle") -> None:
         if self._rt is not None:
             self._rt.status(text, color, state)

@@ -318,3 +318,20 @@ def test_an_output_may_be_called_status():
     n.on_message(msg)
     assert msg["payload"] == "ok" and msg["status"] == 204
     assert [o.name for o in WithStatus.spec.results] == ["result", "status"]
+
+
+async def test_run_blocking_runs_in_a_worker_thread_and_returns_its_value():
+    import threading
+
+    from runtime.node import Node, node
+
+    @node("test.blocking", name="Blocking", category="Test")
+    class Blocking(Node):
+        async def on_message(self, msg):
+            msg["thread"] = await self.run_blocking(lambda: threading.current_thread().name)
+            msg["sum"] = await self.run_blocking(sum, [1, 2, 3])
+
+    msg = {"payload": 1}
+    await Blocking("b").on_message(msg)
+    assert msg["thread"] != threading.current_thread().name
+    assert msg["sum"] == 6
