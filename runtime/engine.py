@@ -55,6 +55,7 @@ from .spec import NodeSpec
 log = logging.getLogger(__name__)
 
 MAX_DEPTH = 100
+MAX_CATCHES = 10  # times one message may be caught before an error is final
 STATS_INTERVAL = 0.25
 LAST_MESSAGES = 5
 SNAPSHOT_LIMIT = 4000  # characters kept of a long string in a recorded message
@@ -462,9 +463,20 @@ class Engine:
             log.info("node %s: %s", rt.id, text)
         else:
             _log_traceback("node %s raised", rt.id, exc)
-        error = {"message": text, "node": rt.id, "name": rt.node.name, "type": rt.spec.type}
+        # How often this message has been caught already: a catch flow that
+        # fails every time would otherwise loop until the run is stopped
+        # (Node-RED stops at 10 as well).
+        prior = (msg or {}).get("error")
+        caught_before = prior.get("catches", 0) if isinstance(prior, dict) else 0
+        error = {"message": text, "node": rt.id, "name": rt.node.name, "type": rt.spec.type,
+                 "catches": caught_before + 1}
         catchers = [c for c, watched in self._catchers
                     if c is not rt and (not watched or rt.id in watched) and not c.disabled]
+        if caught_before >= MAX_CATCHES:
+            log.warning("node %s: message %s caught %d times; not caught again", rt.id,
+                        (msg or {}).get("_msgid", ""), caught_before)
+            text = f"{text} (caught {caught_before} times already; not caught again)"
+            catchers = []
         if not catchers:
             self._uncaught += 1
         # Published before the catch flow runs, so that observers see the

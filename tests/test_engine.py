@@ -177,15 +177,18 @@ async def test_deep_loop_past_max_depth_finishes(via_split):
 
 async def test_loop_through_a_catch_stays_bounded():
     # The failing node's message goes to catch, round the loop, and fails
-    # again: each lap must count towards the depth bound.
+    # again: each lap must count towards the depth bound. (The loop clears
+    # msg.error on purpose, which also resets the catch count.)
     n = MAX_DEPTH * 20
     flow = make_flow([
         N("src", "core.inject", payload=0),
         N("f", "test.fail", fail_all=True),
         N("c", "core.catch"),
+        N("clear", "core.change", rules=[{"action": "delete", "path": "error"}]),
         N("inc", "test.inc"),
         N("sw", "core.switch", rules=[{"op": "lt", "value": n}, {"op": "else"}]),
-        N("done", "test.sink")], ["src->f", "c->inc", "inc->sw", "sw.out0->f", "sw.out1->done"])
+        N("done", "test.sink")],
+        ["src->f", "c->clear", "clear->inc", "inc->sw", "sw.out0->f", "sw.out1->done"])
     r = await run(flow)
     [final] = r.node("done").seen
     assert final["payload"] == n
@@ -193,6 +196,26 @@ async def test_loop_through_a_catch_stays_bounded():
     assert len(errors) == n and all(e.caught and "RecursionError" not in e.message
                                     for e in errors)
     assert r.result.errors == 0 and r.result.status == "ok"
+
+
+async def test_a_message_is_caught_at_most_max_catches_times():
+    # A catch flow that fails every time (here: it feeds the failing node
+    # again) must not loop until the run is stopped.
+    from runtime.engine import MAX_CATCHES
+
+    flow = make_flow([
+        N("src", "core.inject", payload=0),
+        N("f", "test.fail", fail_all=True),
+        N("c", "core.catch"),
+        N("caught", "test.record")], ["src->f", "c->caught", "caught->f"])
+    r = await run(flow, timeout=30)
+    assert r.result.status == "error" and r.result.errors == 1
+    errors = r.of("node.error")
+    assert len(errors) == MAX_CATCHES + 1
+    assert all(e.caught for e in errors[:-1]) and not errors[-1].caught
+    assert "not caught again" in errors[-1].message
+    assert len(r.node("caught").seen) == MAX_CATCHES
+    assert r.node("caught").seen[-1]["error"]["catches"] == MAX_CATCHES
 
 
 # -- end of run ------------------------------------------------------------------
