@@ -79,6 +79,23 @@ def _param_type(t: Any) -> ParamType:
     raise TypeError(f"unsupported param type {t!r}")
 
 
+_ACRONYMS = {"smtp": "SMTP", "url": "URL", "api": "API", "id": "ID", "http": "HTTP",
+             "https": "HTTPS", "json": "JSON", "llm": "LLM", "ai": "AI", "starttls": "STARTTLS",
+             "tls": "TLS", "ssl": "SSL", "imap": "IMAP", "sql": "SQL", "csv": "CSV", "env": "env",
+             "dir": "folder", "uri": "URI", "ip": "IP"}
+
+
+def label_for(name: str) -> str:
+    """A readable label from a param name: ``smtp_host`` -> "SMTP host",
+    ``api_key_env`` -> "API key env", ``base_url`` -> "Base URL"."""
+    words = [_ACRONYMS.get(w.lower(), w.lower()) for w in name.split("_") if w]
+    if not words:
+        return name
+    first = words[0]
+    words[0] = first if first.isupper() else first[:1].upper() + first[1:]
+    return " ".join(words)
+
+
 class Param:
     """A node parameter. ``allow`` is the set of scopes the designer may pick;
     ``scope`` the one a new node starts with."""
@@ -134,7 +151,7 @@ class Param:
         return ParamSpec(
             name=self.name,
             type=self.type,
-            label=self.label or self.name.replace("_", " ").capitalize(),
+            label=self.label or label_for(self.name),
             description=self.description,
             default=self.default if has_default else None,
             has_default=has_default,

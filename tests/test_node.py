@@ -335,3 +335,13 @@ async def test_run_blocking_runs_in_a_worker_thread_and_returns_its_value():
     await Blocking("b").on_message(msg)
     assert msg["thread"] != threading.current_thread().name
     assert msg["sum"] == 6
+
+
+@pytest.mark.parametrize("name,label", [
+    ("smtp_host", "SMTP host"), ("api_key_env", "API key env"), ("base_url", "Base URL"),
+    ("starttls", "STARTTLS"), ("outbox_dir", "Outbox folder"), ("to", "To"),
+    ("repeat_seconds", "Repeat seconds")])
+def test_generated_labels_read_like_words(name, label):
+    from runtime.node import label_for
+
+    assert label_for(name) == label

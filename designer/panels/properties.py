@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QFrame,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QScrollArea,
@@ -36,184 +35,15 @@ from PySide6.QtWidgets import (
 
 from designer.commands import RenameNode, SetDisabled, SetOutputPath, SetParam, SetToolOverride
 from designer.document import FlowDocument
-from runtime.flow import Problem, ToolOverride, tool_name
-from runtime.spec import JSON_TYPES, NodeSpec, ParamType, Scope
+from runtime.flow import Problem, ToolOverride
+from runtime.spec import NodeSpec, Scope
 
 from .json_editor import AutoHeightText, format_json, mono_font
+from .panel_style import is_dark, label, panel_style, section
 from .param_editors import AI_COLOR, MESSAGE_COLOR, ParamRow
+from .tool_preview import agent_functions, hidden_params, hidden_summary, node_function
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
-# -- what the LLM sees ---------------------------------------------------------
-
-def agent_functions(doc: FlowDocument, agent_id: str) -> tuple[list[dict], list[str], str]:
-    """(functions in OpenAI format, their node ids, error text) for one agent:
-    the same code path as ``switchboard tools`` when runtime.tools is there."""
-    try:
-        from runtime.tools import agent_tools
-    except ImportError:
-        return _fallback_functions(doc, agent_id), doc.tool_nodes(agent_id), ""
-    try:
-        tools = agent_tools(doc.flow, agent_id, doc.registry)
-    except Exception as exc:  # a bad tool name: say so instead of a preview
-        return [], [], str(exc)
-    return [t.function for t in tools], [t.node_id for t in tools], ""
-
-
-def node_function(doc: FlowDocument, node_id: str) -> tuple[dict | None, str]:
-    """One tool node's function entry as its agents would send it."""
-    spec, fnode = doc.spec(node_id), doc.node(node_id)
-    if spec is None or fnode is None or spec.tool is None:
-        return None, ""
-    try:
-        from runtime.tools import build_tool
-    except ImportError:
-        return _fallback_function(spec, fnode), ""
-    try:
-        return build_tool(spec, fnode).function, ""
-    except Exception as exc:
-        return None, str(exc)
-
-
-def _fallback_function(spec: NodeSpec, fnode: Any) -> dict:
-    """Used only if runtime.tools is missing: the AI params as a schema."""
-    props: dict[str, Any] = {}
-    required: list[str] = []
-    for p in spec.params:
-        setting = fnode.params.get(p.name)
-        scope = setting.scope if setting else p.default_scope
-        if scope is not Scope.AI or not p.allows(Scope.AI) or p.secret:
-            continue
-        prop: dict[str, Any] = {}
-        if JSON_TYPES.get(p.type):
-            prop["type"] = JSON_TYPES[p.type]
-        if p.type is ParamType.ENUM and p.choices:
-            prop["enum"] = list(p.choices)
-        desc = (setting.description if setting else None) or p.description
-        if desc:
-            prop["description"] = desc
-        props[p.name] = prop
-        if p.required:
-            required.append(p.name)
-    name = tool_name(spec, fnode) or ""
-    desc = (fnode.tool.description if fnode.tool else None) or (spec.tool.description
-                                                                if spec.tool else "")
-    return {"type": "function", "function": {
-        "name": name, "description": desc,
-        "parameters": {"type": "object", "properties": props, "required": required,
-                       "additionalProperties": False}}}
-
-
-def _fallback_functions(doc: FlowDocument, agent_id: str) -> list[dict]:
-    out = []
-    for nid in doc.tool_nodes(agent_id):
-        spec, fnode = doc.spec(nid), doc.node(nid)
-        if spec and fnode and spec.tool and not fnode.disabled:
-            out.append(_fallback_function(spec, fnode))
-    return out
-
-
-def hidden_params(doc: FlowDocument, node_id: str) -> tuple[list[str], list[str]]:
-    """(custom, message) param names of a tool node: what the AI cannot touch."""
-    spec, fnode = doc.spec(node_id), doc.node(node_id)
-    custom: list[str] = []
-    message: list[str] = []
-    if spec is None or fnode is None:
-        return custom, message
-    for p in spec.params:
-        setting = fnode.params.get(p.name)
-        scope = setting.scope if setting else p.default_scope
-        if scope is Scope.CUSTOM:
-            custom.append(p.name)
-        elif scope is Scope.MESSAGE:
-            message.append(p.name)
-    return custom, message
-
-
-# -- styling -----------------------------------------------------------------------
-
-def _is_dark(palette: QPalette) -> bool:
-    return palette.color(QPalette.ColorRole.Window).lightness() < 128
-
-
-def panel_style(dark: bool) -> str:
-    error = "#ef6b6b" if dark else "#c93c3c"
-    warning = "#f0a73a" if dark else "#a8660a"
-    ai_soft = "rgba(124, 92, 219, 0.22)" if dark else "rgba(124, 92, 219, 0.10)"
-    msg_soft = "rgba(20, 149, 138, 0.24)" if dark else "rgba(20, 149, 138, 0.10)"
-    ai_text = "#b9a6f5" if dark else "#5b3fc4"
-    neutral = "#4a505c" if dark else "#d5d9e0"
-    return f"""
-#propertiesPanel, #propertiesPage {{ background: palette(window); }}
-QLabel#muted, QLabel#pathPrefix {{ color: palette(placeholder-text); }}
-QLabel#nodeTitle {{ font-size: 15px; font-weight: 600; }}
-QLabel#nodeType {{ color: palette(placeholder-text); }}
-QLabel#sectionTitle {{ color: palette(placeholder-text); font-size: 11px; font-weight: 600;
-    letter-spacing: 0.5px; padding-top: 4px; }}
-QFrame#sectionRule {{ color: palette(mid); background: palette(mid); max-height: 1px;
-    border: none; }}
-QLabel#paramLabel {{ font-weight: 600; }}
-QLabel#requiredMarker {{ color: {warning}; font-size: 11px; }}
-QLabel#fieldError {{ color: {error}; }}
-QLabel#fieldWarning {{ color: {warning}; }}
-QLabel#aiHint {{ color: {ai_text}; font-size: 11px; }}
-QLineEdit#aiDescription {{ border-left: 3px solid {AI_COLOR}; }}
-QLineEdit#pathEdit {{ border-left: 3px solid {MESSAGE_COLOR}; }}
-QLineEdit[invalid="true"] {{ border: 1px solid {error}; }}
-QLabel#jsonStatus {{ color: palette(placeholder-text); font-size: 11px; }}
-QLabel#jsonStatus[state="error"] {{ color: {error}; }}
-QPlainTextEdit {{ background: palette(base); border: 1px solid palette(mid);
-    border-radius: 6px; padding: 3px; }}
-QPlainTextEdit:focus {{ border-color: palette(highlight); }}
-QFrame#problemBanner {{ border: 1px solid {error}; border-radius: 6px; }}
-QFrame#problemBanner[severity="warning"] {{ border-color: {warning}; }}
-QLabel#problemItem {{ color: palette(window-text); }}
-QToolButton#scopeButton {{ border: 1px solid palette(mid); border-radius: 0px;
-    padding: 2px 7px; margin: 0px; background: palette(base); color: palette(window-text);
-    font-size: 11px; }}
-QToolButton#scopeButton[pos="first"] {{ border-top-left-radius: 6px;
-    border-bottom-left-radius: 6px; }}
-QToolButton#scopeButton[pos="mid"] {{ border-left: none; border-right: none; }}
-QToolButton#scopeButton[pos="last"] {{ border-top-right-radius: 6px;
-    border-bottom-right-radius: 6px; }}
-QToolButton#scopeButton:hover {{ background: palette(alternate-base); }}
-QToolButton#scopeButton:disabled {{ color: palette(mid); background: palette(window); }}
-QToolButton#scopeButton:checked {{ background: {neutral}; font-weight: 600; }}
-QToolButton#scopeButton[scope="ai"]:checked {{ background: {AI_COLOR}; color: #ffffff;
-    border-color: {AI_COLOR}; }}
-QToolButton#scopeButton[scope="message"]:checked {{ background: {MESSAGE_COLOR};
-    color: #ffffff; border-color: {MESSAGE_COLOR}; }}
-QFrame#toolCard {{ background: palette(base); border: 1px solid palette(mid);
-    border-radius: 8px; }}
-QLabel#toolName {{ font-weight: 600; }}
-QLabel#chipAi {{ background: {ai_soft}; color: {ai_text}; border-radius: 4px;
-    padding: 1px 6px; }}
-QLabel#chipMessage {{ background: {msg_soft}; border-radius: 4px; padding: 1px 6px; }}
-QLabel#emptyTitle {{ font-size: 15px; font-weight: 600; }}
-"""
-
-
-def _section(title: str, parent: QWidget) -> QWidget:
-    box = QWidget(parent)
-    layout = QVBoxLayout(box)
-    layout.setContentsMargins(0, 8, 0, 2)
-    layout.setSpacing(4)
-    rule = QFrame(box)
-    rule.setObjectName("sectionRule")
-    rule.setFrameShape(QFrame.Shape.HLine)
-    label = QLabel(title.upper(), box)
-    label.setObjectName("sectionTitle")
-    layout.addWidget(rule)
-    layout.addWidget(label)
-    return box
-
-
-def _label(text: str, name: str, parent: QWidget, *, wrap: bool = True) -> QLabel:
-    label = QLabel(text, parent)
-    label.setObjectName(name)
-    label.setWordWrap(wrap)
-    return label
 
 
 class IconBadge(QWidget):
@@ -277,7 +107,7 @@ class NodeForm(QWidget):
             # For an agent, what its model sees is the point: put it first.
             self._build_preview(layout)
         if spec.params:
-            layout.addWidget(_section("Parameters", self))
+            layout.addWidget(section("Parameters", self))
             for p in spec.params:
                 show_scope = len(p.allowed_scopes) > 1 or spec.tool is not None
                 row = ParamRow(p, show_scope=show_scope, parent=self)
@@ -303,17 +133,17 @@ class NodeForm(QWidget):
         head.addWidget(IconBadge(spec, self), 0, Qt.AlignmentFlag.AlignTop)
         titles = QVBoxLayout()
         titles.setSpacing(1)
-        self.title = _label(spec.name, "nodeTitle", self)
+        self.title = label(spec.name, "nodeTitle", self)
         kind = f"{spec.type} · {spec.category}" + (" · tool" if spec.tool else "") + \
             (" · agent" if spec.has_tools_port else "")
-        self.type_label = _label(kind, "nodeType", self)
+        self.type_label = label(kind, "nodeType", self)
         self.type_label.setToolTip(spec.type)
         titles.addWidget(self.title)
         titles.addWidget(self.type_label)
         head.addLayout(titles, 1)
         layout.addLayout(head)
         if spec.description:
-            desc = _label(_doc_html(spec.description), "muted", self)
+            desc = label(_doc_html(spec.description), "muted", self)
             desc.setTextFormat(Qt.TextFormat.RichText)
             desc.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             layout.addWidget(desc)
@@ -332,8 +162,8 @@ class NodeForm(QWidget):
         grid.setSpacing(4)
         row = QHBoxLayout()
         row.setSpacing(6)
-        name_label = _label("Name", "paramLabel", self, wrap=False)
-        self.id_label = _label(f"id {self.node_id}", "muted", self, wrap=False)
+        name_label = label("Name", "paramLabel", self, wrap=False)
+        self.id_label = label(f"id {self.node_id}", "muted", self, wrap=False)
         self.id_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.id_label.setToolTip("The node's id in the flow file (used by Catch and in "
                                  "error messages)")
@@ -347,7 +177,7 @@ class NodeForm(QWidget):
         self.disabled_box.setToolTip("A disabled node is skipped when the flow runs")
         self.disabled_box.clicked.connect(
             lambda on: self.doc.undo_stack.push(SetDisabled(self.doc, self.node_id, bool(on))))
-        self.name_problem = _label("", "fieldError", self)
+        self.name_problem = label("", "fieldError", self)
         self.name_problem.hide()
         grid.addLayout(row)
         grid.addWidget(self.name_edit)
@@ -357,40 +187,40 @@ class NodeForm(QWidget):
     def _build_tool(self, layout: QVBoxLayout) -> None:
         spec = self.spec
         assert spec.tool is not None
-        self.tool_box = _section("Tool", self)
+        self.tool_box = section("Tool", self)
         layout.addWidget(self.tool_box)
-        self.wired_label = _label("", "muted", self)
+        self.wired_label = label("", "muted", self)
         self.wired_label.setTextFormat(Qt.TextFormat.RichText)
         layout.addWidget(self.wired_label)
-        layout.addWidget(_label("Tool name", "paramLabel", self, wrap=False))
+        layout.addWidget(label("Tool name", "paramLabel", self, wrap=False))
         self.tool_name_edit = QLineEdit(self)
         self.tool_name_edit.setFont(mono_font())
         self.tool_name_edit.setPlaceholderText(spec.tool.name)
         self.tool_name_edit.setToolTip("The function name the AI calls; give two nodes of one "
                                        "type different names to offer both to one agent")
         layout.addWidget(self.tool_name_edit)
-        layout.addWidget(_label("Tool description", "paramLabel", self, wrap=False))
+        layout.addWidget(label("Tool description", "paramLabel", self, wrap=False))
         self.tool_desc_edit = QLineEdit(self)
         self.tool_desc_edit.setPlaceholderText(spec.tool.description)
         self.tool_desc_edit.setToolTip("What the AI reads to decide when to call this tool")
         layout.addWidget(self.tool_desc_edit)
-        self.tool_problem = _label("", "fieldError", self)
+        self.tool_problem = label("", "fieldError", self)
         self.tool_problem.hide()
         layout.addWidget(self.tool_problem)
         self.tool_name_edit.editingFinished.connect(self._on_tool)
         self.tool_desc_edit.editingFinished.connect(self._on_tool)
         self.tool_name_edit.textEdited.connect(self._check_tool_name)
         self.tool_preview = self._json_view()
-        self.tool_summary = _label("", "muted", self)
+        self.tool_summary = label("", "muted", self)
         self.tool_summary.setTextFormat(Qt.TextFormat.RichText)
-        layout.addWidget(_label("What the AI sees of this tool", "paramLabel", self))
+        layout.addWidget(label("What the AI sees of this tool", "paramLabel", self))
         layout.addWidget(self.tool_summary)
         layout.addWidget(self.tool_preview)
 
     def _build_preview(self, layout: QVBoxLayout) -> None:
-        self.preview_box = _section("What the AI sees", self)
+        self.preview_box = section("What the AI sees", self)
         layout.addWidget(self.preview_box)
-        self.preview_summary = _label("", "muted", self)
+        self.preview_summary = label("", "muted", self)
         layout.addWidget(self.preview_summary)
         self.cards_box = QWidget(self)
         self.cards_layout = QVBoxLayout(self.cards_box)
@@ -398,7 +228,7 @@ class NodeForm(QWidget):
         self.cards_layout.setSpacing(6)
         layout.addWidget(self.cards_box)
         head = QHBoxLayout()
-        head.addWidget(_label("JSON sent to the model", "paramLabel", self, wrap=False))
+        head.addWidget(label("JSON sent to the model", "paramLabel", self, wrap=False))
         head.addStretch(1)
         self.copy_button = QToolButton(self)
         self.copy_button.setText("Copy")
@@ -413,12 +243,12 @@ class NodeForm(QWidget):
         layout.addWidget(self.preview_text)
 
     def _build_outputs(self, layout: QVBoxLayout) -> None:
-        layout.addWidget(_section("Outputs", self))
+        layout.addWidget(section("Outputs", self))
         self.output_edits: dict[str, QLineEdit] = {}
         for out in self.spec.results:
-            layout.addWidget(_label(f"<b>{out.name}</b> is written to", "", self))
+            layout.addWidget(label(f"<b>{out.name}</b> is written to", "", self))
             row = QHBoxLayout()
-            prefix = _label("msg.", "muted", self)
+            prefix = label("msg.", "muted", self)
             prefix.setFont(mono_font())
             row.addWidget(prefix)
             edit = QLineEdit(self)
@@ -432,9 +262,9 @@ class NodeForm(QWidget):
             layout.addLayout(row)
             self.output_edits[out.name] = edit
             if out.description:
-                layout.addWidget(_label(out.description, "muted", self))
+                layout.addWidget(label(out.description, "muted", self))
         if self.spec.tool is not None:
-            layout.addWidget(_label("As a tool, the outputs go back to the AI by name instead.",
+            layout.addWidget(label("As a tool, the outputs go back to the AI by name instead.",
                                     "muted", self))
 
     def _push_output(self, name: str, edit: QLineEdit) -> None:
@@ -519,7 +349,7 @@ class NodeForm(QWidget):
             self.wired_label.setText(text)
         fn, error = node_function(self.doc, self.node_id)
         custom, message = hidden_params(self.doc, self.node_id)
-        summary = _hidden_summary(fn, custom, message) if fn else ""
+        summary = hidden_summary(fn, custom, message) if fn else ""
         body = format_json(fn, width=44) if fn else error
         if body != self._tool_text or summary != self.tool_summary.text():
             self._tool_text = body
@@ -565,18 +395,18 @@ class NodeForm(QWidget):
         fnode = self.doc.node(node_id)
         spec = self.doc.spec(node_id)
         where = (fnode.name or (spec.name if spec else node_id)) if fnode else node_id
-        title = _label(f"{f.get('name', '?')}()", "toolName", card, wrap=False)
+        title = label(f"{f.get('name', '?')}()", "toolName", card, wrap=False)
         title.setFont(mono_font())
         title.setToolTip(f"node '{node_id}'")
         head = QHBoxLayout()
         head.addWidget(title)
         head.addStretch(1)
-        head.addWidget(_label(where, "muted", card, wrap=False))
+        head.addWidget(label(where, "muted", card, wrap=False))
         lay.addLayout(head)
         if f.get("description"):
-            lay.addWidget(_label(f["description"], "", card))
+            lay.addWidget(label(f["description"], "", card))
         custom, message = hidden_params(self.doc, node_id)
-        summary = _label(_hidden_summary(fn, custom, message), "muted", card)
+        summary = label(hidden_summary(fn, custom, message), "muted", card)
         summary.setTextFormat(Qt.TextFormat.RichText)
         lay.addWidget(summary)
         return card
@@ -603,11 +433,11 @@ class NodeForm(QWidget):
                                          is True)
         errors = [p for p in problems if p.severity == "error"]
         for p in problems:
-            where = _field_label(self.spec, p.field)
+            where = _fieldlabel(self.spec, p.field)
             mark = "✖" if p.severity == "error" else "⚠"
             message = p.message[:1].upper() + p.message[1:] if not where else p.message
             text = f"{mark}  {where + ': ' if where else ''}{message}"
-            item = _label(text, "problemItem", self.problem_banner)
+            item = label(text, "problemItem", self.problem_banner)
             item.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.problem_layout.addWidget(item)
         self.problem_banner.setProperty("severity", "error" if errors else "warning")
@@ -670,23 +500,7 @@ def _esc(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _hidden_summary(fn: dict, custom: list[str], message: list[str]) -> str:
-    """Who supplies what, in words: the AI's arguments and what it cannot reach."""
-    args = list(fn.get("function", {}).get("parameters", {}).get("properties", {}))
-    parts = []
-    if args:
-        parts.append(f"<b style='color:{AI_COLOR}'>AI fills</b> &nbsp;" + ", ".join(args))
-    else:
-        parts.append("Takes no arguments from the AI.")
-    if custom:
-        parts.append("<b>Fixed by you</b> &nbsp;" + ", ".join(custom))
-    if message:
-        parts.append(f"<b style='color:{MESSAGE_COLOR}'>From the message</b> &nbsp;"
-                     + ", ".join(message))
-    return "<br>".join(parts)
-
-
-def _field_label(spec: NodeSpec, field: str | None) -> str:
+def _fieldlabel(spec: NodeSpec, field: str | None) -> str:
     if not field:
         return ""
     parts = field.split(".")
@@ -824,13 +638,13 @@ class PropertiesPanel(QWidget):
         lay.setContentsMargins(24, 24, 24, 24)
         lay.setSpacing(10)
         lay.addStretch(1)
-        title = _label("Nothing selected", "emptyTitle", page)
+        title = label("Nothing selected", "emptyTitle", page)
         title.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        hint = _label("Select a node on the canvas to edit its settings here.", "muted", page)
+        hint = label("Select a node on the canvas to edit its settings here.", "muted", page)
         hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         lay.addWidget(title)
         lay.addWidget(hint)
-        explain = _label(
+        explain = label(
             "Every parameter says where its value comes from:<br><br>"
             f"<b style='color:{AI_COLOR}'>AI</b> &nbsp;the agent's model fills it in when it "
             "calls the node as a tool.<br>"
@@ -850,7 +664,7 @@ class PropertiesPanel(QWidget):
                 item.widget().deleteLater()
         n = len(ids)
         self.summary_layout.addWidget(
-            _label(f"{n} node{'s' * (n != 1)} selected", "emptyTitle", self.summary_page))
+            label(f"{n} node{'s' * (n != 1)} selected", "emptyTitle", self.summary_page))
         ai = 0
         for nid in ids:
             fnode, spec = self.doc.node(nid), self.doc.spec(nid)
@@ -858,7 +672,7 @@ class PropertiesPanel(QWidget):
                 continue
             kind = spec.name if spec else f"unknown type {fnode.type}"
             name = fnode.name or (spec.name if spec else fnode.type)
-            line = _label(f"<b>{_esc(name)}</b> &nbsp;<span>{_esc(kind)} · {_esc(nid)}</span>",
+            line = label(f"<b>{_esc(name)}</b> &nbsp;<span>{_esc(kind)} · {_esc(nid)}</span>",
                           "", self.summary_page)
             line.setTextFormat(Qt.TextFormat.RichText)
             self.summary_layout.addWidget(line)
@@ -867,13 +681,13 @@ class PropertiesPanel(QWidget):
                           if (fnode.params[p.name].scope if p.name in fnode.params
                               else p.default_scope) is Scope.AI)
         if ai:
-            self.summary_layout.addWidget(_label(
+            self.summary_layout.addWidget(label(
                 f"{ai} parameter{'s' * (ai != 1)} in this selection filled by the AI.",
                 "muted", self.summary_page))
         tip = ("Select a single node to edit its settings." if n > 1 else
                "This node's type is not installed, so its settings cannot be edited.")
         self.summary_layout.addSpacing(8)
-        self.summary_layout.addWidget(_label(tip, "muted", self.summary_page))
+        self.summary_layout.addWidget(label(tip, "muted", self.summary_page))
         self.summary_layout.addStretch(1)
 
     # -- looks -----------------------------------------------------------------------------
@@ -881,7 +695,7 @@ class PropertiesPanel(QWidget):
         # Read darkness from the application's palette: our own stylesheet
         # changes this widget's palette, and reading that back flipped the
         # answer and re-applied the style forever (a crash on theme change).
-        self._dark = _is_dark(QApplication.palette())
+        self._dark = is_dark(QApplication.palette())
         self._styling = True
         try:
             self.setStyleSheet(panel_style(self._dark))
@@ -890,6 +704,6 @@ class PropertiesPanel(QWidget):
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         if (event.type() == QEvent.Type.PaletteChange and not getattr(self, "_styling", False)
-                and _is_dark(QApplication.palette()) != getattr(self, "_dark", None)):
+                and is_dark(QApplication.palette()) != getattr(self, "_dark", None)):
             self._apply_style()
         super().changeEvent(event)

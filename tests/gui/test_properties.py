@@ -370,7 +370,7 @@ def test_a_hand_edited_disallowed_scope_is_shown_inline_and_fixable(qtbot, doc):
     panel.set_node("mail")
     row = panel.form.rows["smtp_host"]
     assert row.problem.isVisibleTo(panel) and "not allowed" in row.problem.text()
-    assert "Smtp host" in panel.form.problem_banner.findChildren(QLabel)[0].text()
+    assert "SMTP host" in panel.form.problem_banner.findChildren(QLabel)[0].text()
     qtbot.mouseClick(row.switch.buttons[Scope.CUSTOM], Qt.MouseButton.LeftButton)
     doc.revalidate()
     # No value typed yet: the param goes back to its spec default (custom).
