@@ -165,10 +165,6 @@ class FlowDocument(QObject):
                                        "one in its properties")
         return True, ""
 
-    def tool_nodes(self, agent_id: str) -> list[str]:
-        return [w.target[0] for w in self.flow.wires
-                if w.source[0] == agent_id and self.port_kind(agent_id, w.source[1]) == "tools"]
-
     def problems_for(self, node_id: str) -> list[Problem]:
         return [p for p in self.problems if p.node == node_id]
 
@@ -246,10 +242,6 @@ class FlowDocument(QObject):
         wire = self.flow.wires.pop(index)
         self.wire_removed.emit(wire, index)
         return wire
-
-    def set_flow_name(self, name: str) -> None:
-        self.flow.name = name
-        self.changed.emit()
 
     # -- validation -----------------------------------------------------------
     def _on_any_change(self, *args: object) -> None:

@@ -30,10 +30,6 @@ def _svg_text(name: str) -> str | None:
         return None
 
 
-def has_icon(name: str) -> bool:
-    return bool(name) and _svg_text(name) is not None
-
-
 @lru_cache(maxsize=512)
 def image(name: str, color: str, size: int) -> QImage:
     """The icon as a premultiplied image of size x size device pixels."""

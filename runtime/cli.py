@@ -207,10 +207,8 @@ def _nodes(args: argparse.Namespace) -> int:
 
 
 def _tools(args: argparse.Namespace) -> int:
-    try:
-        from runtime.tools import agent_tool_specs
-    except ImportError:
-        raise UsageError("tool schemas are not available in this build") from None
+    from runtime.tools import agent_tool_specs
+
     flow = _load(args.flow)
     print(json.dumps(agent_tool_specs(flow), indent=2, ensure_ascii=False))
     return EXIT_OK

@@ -33,7 +33,7 @@ from .events import (
     RunStarted,
     Stats,
 )
-from .flow import Flow, FlowError, FlowNode, tool_name, validate_flow
+from .flow import Flow, FlowError, FlowNode, validate_flow
 from .message import (
     AGENT_NODE_ID,
     MESSAGE_TYPE,
@@ -204,10 +204,6 @@ class Engine:
                 watched = rt.node.param("nodes").get(None) or []
                 self._catchers.append((rt, frozenset(watched)))
 
-    def tool_name_of(self, node_id: str) -> str | None:
-        rt = self.nodes[node_id]
-        return tool_name(rt.spec, rt.fnode)
-
     # -- running ------------------------------------------------------------
     async def run(self, timeout: float | None = None) -> RunResult:
         self._loop = asyncio.get_running_loop()
@@ -313,10 +309,6 @@ class Engine:
     def release(self) -> None:
         self._inflight -= 1
         self._settle()
-
-    def spawn(self, coro: Any) -> asyncio.Task:
-        """Run a coroutine as part of the run: counted, cancelled on stop."""
-        return self._spawn(coro)
 
     # -- dispatch (the hot path) -------------------------------------------
     def inject(self, node_id: str, msg: dict | None = None) -> None:
@@ -596,8 +588,3 @@ def tool_response(request: dict, *, data: Any = None, error: str | None = None) 
     for key in (TOOL_CALLER_ID, AGENT_NODE_ID, TOOL_NAME):
         resp.setdefault(key, "")
     return resp
-
-
-async def run_flow(flow: Flow, *, registry: Registry | None = None, bus: EventBus | None = None,
-                   timeout: float | None = None, trace: bool = False, file: str = "") -> RunResult:
-    return await Engine(flow, registry, bus, trace=trace, file=file).run(timeout)

@@ -24,7 +24,6 @@ tick, not one per event. WAL mode lets a reader list runs while a run writes.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
@@ -274,7 +273,3 @@ class RunRecorder:
                     (self.run_id,))
 
 
-def dumps_events(events: Iterable[Event]) -> str:
-    """Events as JSON lines (the CLI's --events format), for export."""
-    return "".join(json.dumps(e.model_dump(mode="json"), ensure_ascii=False) + "\n"
-                   for e in events)

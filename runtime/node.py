@@ -312,8 +312,6 @@ class Node:
     #: Max concurrent ``on_message`` calls of an async node; 0 = unlimited,
     #: 1 keeps messages in order.
     concurrency: ClassVar[int] = 0
-    _params: ClassVar[list[Param]] = []
-    _outputs: ClassVar[list[Output]] = []
 
     def __init__(
         self,
@@ -443,8 +441,6 @@ def node(
             source=cls.generate is not Node.generate,
             package=cls.__module__.split(".")[0] if "." in cls.__module__ else cls.__module__,
         )
-        cls._params = params
-        cls._outputs = outs
         from .registry import declare
 
         declare(cls)

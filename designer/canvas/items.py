@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import (
-    QBrush,
     QColor,
     QFont,
     QFontMetricsF,
@@ -671,7 +670,3 @@ class DraftWire(QGraphicsItem):
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, self.reason)
 
 
-def selection_brush() -> QBrush:
-    c = QColor(style().accent)
-    c.setAlpha(30)
-    return QBrush(c)

@@ -94,10 +94,6 @@ class FlowView(QGraphicsView):
     def fit_all(self) -> None:
         self.fit_rect(self.flow_scene.nodes_rect())
 
-    def fit_selection(self) -> None:
-        ids = set(self.flow_scene.selected_node_ids())
-        self.fit_rect(self.flow_scene.nodes_rect(ids) if ids else self.flow_scene.nodes_rect())
-
     def center_on_node(self, node_id: str) -> None:
         item = self.flow_scene.item_for_node(node_id)
         if item is not None:

@@ -151,10 +151,6 @@ class DebugTab(QWidget):
                 for i in range(self.list.topLevelItemCount())
                 if not self.list.topLevelItem(i).isHidden()]
 
-    def set_filter(self, node_id: str) -> None:
-        index = self.filter.findData(node_id)
-        self.filter.setCurrentIndex(max(0, index))
-
     def copy_selected(self) -> None:
         item = self.list.currentItem()
         if item is not None:

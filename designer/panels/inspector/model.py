@@ -318,12 +318,6 @@ class RunModel:
             spans.append([t0, t1])
 
     # -- queries ------------------------------------------------------------
-    def calls_by_agent(self) -> dict[str, list[ToolCallRecord]]:
-        out: dict[str, list[ToolCallRecord]] = {}
-        for call in self.tool_calls.values():
-            out.setdefault(call.agent, []).append(call)
-        return out
-
     def agents(self) -> list[str]:
         seen: dict[str, None] = {}
         for conv in self.conversations:
