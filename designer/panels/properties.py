@@ -696,14 +696,10 @@ class PropertiesPanel(QWidget):
         # changes this widget's palette, and reading that back flipped the
         # answer and re-applied the style forever (a crash on theme change).
         self._dark = is_dark(QApplication.palette())
-        self._styling = True
-        try:
-            self.setStyleSheet(panel_style(self._dark))
-        finally:
-            self._styling = False
+        self.setStyleSheet(panel_style(self._dark))
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
-        if (event.type() == QEvent.Type.PaletteChange and not getattr(self, "_styling", False)
+        if (event.type() == QEvent.Type.PaletteChange
                 and is_dark(QApplication.palette()) != getattr(self, "_dark", None)):
             self._apply_style()
         super().changeEvent(event)
