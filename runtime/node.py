@@ -81,7 +81,7 @@ def _param_type(t: Any) -> ParamType:
 
 _ACRONYMS = {"smtp": "SMTP", "url": "URL", "api": "API", "id": "ID", "http": "HTTP",
              "https": "HTTPS", "json": "JSON", "llm": "LLM", "ai": "AI", "starttls": "STARTTLS",
-             "tls": "TLS", "ssl": "SSL", "imap": "IMAP", "sql": "SQL", "csv": "CSV", "env": "env",
+             "tls": "TLS", "ssl": "SSL", "imap": "IMAP", "sql": "SQL", "csv": "CSV",
              "dir": "folder", "uri": "URI", "ip": "IP"}
 
 
