@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -184,34 +185,127 @@ class Output:
 
 
 _resolved_secrets: set[str] = set()
+_resolved_logins: set[tuple[str, str]] = set()  # (username, password) pairs
+_redact_pattern: Any = None  # re.Pattern of every form of every secret; None: no secrets
+_redact_lock = threading.Lock()
+
+
+def _base64_cores(data: bytes) -> list[str]:
+    """The parts of base64 that encode ``data`` alone, wherever in a base64
+    stream ``data`` sits.
+
+    base64 turns each 3-byte group into 4 characters of 6 bits each, so what
+    the characters for ``data`` look like depends on its offset in the
+    stream modulo 3 (0, 1 or 2 bytes of the group before it belong to
+    something else) and, at both ends, on the neighbouring bytes that share a
+    character with it. For each offset k we encode k filler bytes + data +
+    filler up to the next group, and keep character j only when its bits
+    [6j, 6j+6) lie entirely inside data's bits [8k, 8(k+n)): those
+    characters are the same whatever the neighbours are, so one of the three
+    cores is a substring of any base64 text that carries data (an AUTH PLAIN
+    token, a MIME part, a JSON blob). What stays is at most one character at
+    each end that mixes data's first or last byte with a neighbour: at most
+    4 bits of that byte. A secret under 4 bytes is never registered, and 4
+    bytes still give cores of 4 or more characters. (A core matched where
+    data is not, by chance, is only over-redaction.)"""
+    import base64
+
+    n = len(data)
+    cores = []
+    for k in range(3):
+        encoded = base64.b64encode(b"\0" * k + data + b"\0" * 2).decode("ascii")
+        start = -(-8 * k // 6)  # first character wholly after the k filler bytes
+        end = 8 * (k + n) // 6  # characters before this end inside data
+        cores.append(encoded[start:end])
+    return cores
+
+
+def _secret_forms(secret: str, usernames: list[str]) -> set[str]:
+    """Every way the secret is known to leave a process in text: as is,
+    escaped inside JSON, URL-encoded (urllib's quote and quote_plus, as in a
+    query string or a form body), base64 (AUTH LOGIN sends base64(password);
+    base64url too), the three alignment-independent base64 cores (inside a
+    larger base64 blob, see _base64_cores) and, with a username, the whole
+    AUTH PLAIN token base64(authzid \\0 user \\0 password), authzid empty or
+    the user."""
+    import base64
+    import json
+    from urllib.parse import quote, quote_plus
+
+    raw = secret.encode("utf-8")
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
+             quote(secret), quote(secret, safe=""), quote_plus(secret)}
+    encoded = [base64.b64encode(raw).decode("ascii"), *_base64_cores(raw)]
+    for user in usernames:
+        u = user.encode("utf-8")
+        encoded += [base64.b64encode(b"\0" + u + b"\0" + raw).decode("ascii"),
+                    base64.b64encode(u + b"\0" + u + b"\0" + raw).decode("ascii")]
+    forms.update(encoded)
+    forms.update(e.replace("+", "-").replace("/", "_") for e in encoded)  # base64url
+    forms.update(e.rstrip("=") for e in encoded)  # unpadded
+    return {f for f in forms if len(f) >= 4}
+
+
+def _rebuild_redact_pattern() -> None:
+    import re
+
+    logins: dict[str, list[str]] = {}
+    for user, password in _resolved_logins:
+        logins.setdefault(password, []).append(user)
+    forms: set[str] = set()
+    for secret in _resolved_secrets:
+        forms |= _secret_forms(secret, logins.get(secret, []))
+    global _redact_pattern
+    # Longest first: at one position the whole AUTH PLAIN token wins over the
+    # password's core inside it.
+    _redact_pattern = re.compile("|".join(
+        re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f)))) if forms else None
 
 
 def redact(text: str) -> str:
-    """Replace every secret this process has resolved with ***, so that an
-    error text quoting one (a server echoing a password) cannot leak it."""
-    for secret in _resolved_secrets:
-        if secret and secret in text:
-            text = text.replace(secret, "***")
-    return text
+    """Replace every secret this process has resolved with ***, in each form
+    a server or library may echo it (raw, URL-encoded, base64 alone, inside a
+    base64 blob or as an AUTH PLAIN token; see _secret_forms), so that an
+    error text, event, log line or LLM request quoting one cannot leak it.
+    One precompiled alternation; with no secret registered it costs one test."""
+    pattern = _redact_pattern
+    if pattern is None or not text:
+        return text
+    return pattern.sub("***", text)
 
 
-def register_secret(value: str) -> None:
+def register_secret(value: str | None, username: str | None = None) -> str | None:
     """Remember a secret obtained outside resolve_secret (an API key read from
-    the env var the flow names) so that redact() hides it."""
-    if value and len(value) >= 4:
-        _resolved_secrets.add(value)
+    the env var the flow names) so that redact() hides it. With the username
+    it is used with (SMTP login), the AUTH PLAIN token of the pair is hidden
+    whole too. Secrets under 4 characters are not registered: hiding every
+    "abc" in every text would hide more than it protects. Returns ``value``,
+    so a caller can register where it reads: ``pw = register_secret(p.get(msg), user)``."""
+    if isinstance(value, str) and len(value) >= 4:
+        with _redact_lock:
+            known = value in _resolved_secrets
+            login = (username, value) if username else None
+            if known and (login is None or login in _resolved_logins):
+                return value
+            _resolved_secrets.add(value)
+            if login is not None:
+                _resolved_logins.add(login)
+            _rebuild_redact_pattern()
+    return value
 
 
-def resolve_secret(ref: Any, *, param: str = "") -> str:
+def resolve_secret(ref: Any, *, param: str = "", username: str | None = None) -> str:
     """Turn a secret reference ({"env": NAME} or {"keyring": SERVICE,
-    "username": USER}) into the secret. Errors name the reference, never a value."""
+    "username": USER}) into the secret. Errors name the reference, never a
+    value. ``username``: the login the secret goes with, if known (see
+    register_secret); a keyring entry's username is used when none is given."""
     where = f"param '{param}': " if param else ""
     if isinstance(ref, dict) and "env" in ref:
         name = ref["env"]
         value = os.environ.get(name)
         if value is None:
             raise NodeConfigError(f"{where}environment variable {name} is not set")
-        register_secret(value)
+        register_secret(value, username)
         return value
     if isinstance(ref, dict) and "keyring" in ref:
         import keyring  # imported lazily: slow, and most flows need none
@@ -220,7 +314,7 @@ def resolve_secret(ref: Any, *, param: str = "") -> str:
         if value is None:
             raise NodeConfigError(
                 f"{where}no keyring entry {ref['keyring']}/{ref.get('username', '')}")
-        register_secret(value)
+        register_secret(value, username or ref.get("username") or None)
         return value
     raise NodeConfigError(f"{where}a secret must name an env var or a keyring entry")
 
