@@ -156,7 +156,7 @@ class RunController(QObject):
         if self.check(flow, file):
             return False
         snapshot = flow.model_copy(deep=True)
-        return self._start(snapshot, file=file, trace=trace, timeout=timeout)
+        return self._start(snapshot, file=file, trace=trace, timeout=timeout, validated=True)
 
     def send_prompt(self, flow: Flow, agent_id: str, text: str, *, file: str = "") -> bool:
         """Send ``text`` into an agent node as a new message. While a run is
@@ -178,10 +178,13 @@ class RunController(QObject):
             self._set_state("stopping")
             self.engine.stop()
 
-    def _start(self, flow: Flow, *, file: str, trace: bool, timeout: float | None) -> bool:
+    def _start(self, flow: Flow, *, file: str, trace: bool, timeout: float | None,
+               validated: bool = False) -> bool:
         bus = EventBus()
         try:
-            engine = Engine(flow, self.registry, bus, trace=trace, record=True, file=file)
+            # check() has just validated this flow; the chat flow adds a node, so it is checked.
+            engine = Engine(flow, self.registry, bus, trace=trace, record=True, file=file,
+                            validated=validated)
         except FlowError as exc:
             self.problems.emit(exc.problems)
             self.refused.emit(exc.problems)
@@ -209,7 +212,8 @@ class RunController(QObject):
         except Exception as exc:  # an engine bug must not take the designer down
             log.exception("run failed")
             engine.bus.publish(Log(level="error", text=f"the run failed: {exc}"))
-            engine.bus.publish(RunFinished(status="error", errors=1,
+            engine.bus.publish(RunFinished(status="error", reason="failed", errors=1,
+                                           message=f"the run failed: {exc}",
                                            duration_ms=self.elapsed_ms()))
             result = RunResult(status="error", errors=1, duration_ms=self.elapsed_ms())
         self._ended = time.perf_counter()

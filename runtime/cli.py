@@ -1,6 +1,9 @@
 """``switchboard``: run, validate and inspect flows headless; open the designer.
 
-Exit codes: 0 ran, 1 the flow had an uncaught node error, 2 bad input."""
+Exit codes: 0 completed (or a long-running flow stopped by its timeout with
+nothing in flight), 1 the flow failed (an uncaught node error, or a bound
+such as the message-storm cap), 2 bad input (file, flow, usage), 124 stopped
+by ``--timeout`` with work unfinished, 130 SIGINT, 143 SIGTERM."""
 
 from __future__ import annotations
 
@@ -12,6 +15,22 @@ import sys
 from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_TIMEOUT, EXIT_SIGINT, EXIT_SIGTERM = 124, 130, 143
+#: After a signal or past the deadline, how long the run gets to wind down
+#: before the process ends anyway (a node stuck in inline work).
+HARD_STOP_GRACE = 1.5
+
+RUN_EPILOG = """exit codes:
+  0    completed (or a long-running flow stopped by --timeout with nothing in flight)
+  1    failed: an uncaught node error, or a bound such as the message-storm cap
+  2    bad input: file, flow or usage
+  124  stopped by --timeout with work unfinished
+  130  interrupted by SIGINT (Ctrl+C)
+  143  interrupted by SIGTERM
+
+Every run ends with a run.finished event (reason: completed, failed, timeout,
+interrupted; in_flight: what was still unfinished) and is recorded in the run
+history, however it ends."""
 
 log = logging.getLogger("switchboard")
 
@@ -38,13 +57,18 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--size", default="1440x900", help="window size for --screenshot (WxH)")
     d.add_argument("--theme", choices=["light", "dark", "system"], default="system")
 
-    r = sub.add_parser("run", help="run a flow headless; debug output as JSON lines")
+    r = sub.add_parser("run", help="run a flow headless; debug output as JSON lines",
+                       epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("flow")
     r.add_argument("--events", metavar="FILE", help="write every event as JSON lines to FILE")
     r.add_argument("--trace", action="store_true", help="also record every message hop")
     r.add_argument("--timeout", type=float, metavar="S", help="stop the run after S seconds")
     r.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
                    help="override a param with a fixed value (JSON if it parses, else text)")
+    r.add_argument("--max-in-flight", type=int, metavar="N",
+                   help="fail the run as a message storm past N messages in flight "
+                        "(default: the flow's setting, else 100000)")
+    r.add_argument("--no-history", action="store_true", help="do not record the run in history")
 
     v = sub.add_parser("validate", help="check a flow; exit 2 with the reasons")
     v.add_argument("flow")
@@ -73,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"switchboard: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        return EXIT_FAILED
+        return EXIT_SIGINT
     except Exception as exc:  # never a traceback on a user's terminal
         log.debug("unexpected error", exc_info=True)
         print(f"switchboard: internal error: {exc} (run with -v for details)", file=sys.stderr)
@@ -133,6 +157,10 @@ def _run(args: argparse.Namespace) -> int:
     from runtime.events import EventBus, JsonlWriter
     from runtime.flow import FlowError, validate_flow
 
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout {args.timeout:g}: must be more than 0 seconds")
+    if args.max_in_flight is not None and args.max_in_flight < 1:
+        raise UsageError(f"--max-in-flight {args.max_in_flight}: must be at least 1")
     flow = _load(args.flow, validate=False)
     apply_sets(flow, args.set, args.flow)
     problems = validate_flow(flow, file=args.flow)
@@ -163,19 +191,190 @@ def _run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"--events {args.events}: {exc.strerror}") from None
         bus.subscribe(writer)
+    recorder = None if args.no_history else _history_recorder(bus)
     try:
-        engine = Engine(flow, bus=bus, trace=args.trace, record=bool(args.trace), file=args.flow)
-        result = asyncio.run(engine.run(timeout=args.timeout))
+        engine = Engine(flow, bus=bus, trace=args.trace, record=bool(args.trace), file=args.flow,
+                        max_in_flight=args.max_in_flight, validated=True)
     except FlowError as exc:
         for problem in exc.problems:
             print(str(problem), file=sys.stderr)
         return EXIT_BAD_INPUT
+    guard = _RunGuard(engine, writer, recorder)
+    try:
+        result = asyncio.run(guard.run(args.timeout))
     finally:
+        guard.disarm()
         if writer:
             writer.close()
-    if result.status == "timeout":
-        print(f"switchboard: stopped after {args.timeout:g} s", file=sys.stderr)
-    return EXIT_FAILED if result.errors else EXIT_OK
+        if recorder is not None:
+            _close_recorder(recorder)
+    if result.message:
+        print(f"switchboard: {result.message}", file=sys.stderr)
+    elif result.reason == "timeout":
+        print(f"switchboard: stopped after {args.timeout:g} s" + _unfinished(result.in_flight),
+              file=sys.stderr)
+    return exit_code(result.reason, result.in_flight, result.errors, guard.signal)
+
+
+def exit_code(reason: str, in_flight: dict[str, int], errors: int, signum: int | None) -> int:
+    """The exit code of a run that ended for ``reason`` (see RUN_EPILOG)."""
+    import signal
+
+    if reason == "interrupted":
+        return EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT
+    if reason == "timeout":
+        if in_flight:
+            return EXIT_TIMEOUT
+        return EXIT_FAILED if errors else EXIT_OK
+    return EXIT_FAILED if reason == "failed" else EXIT_OK
+
+
+def _unfinished(in_flight: dict[str, int]) -> str:
+    if not in_flight:
+        return " (nothing was in flight)"
+    parts = [f"{node} ({n})" for node, n in sorted(in_flight.items())[:5]]
+    more = f" and {len(in_flight) - 5} more" if len(in_flight) > 5 else ""
+    return "; unfinished: " + ", ".join(parts) + more
+
+
+def _history_recorder(bus):
+    """A recorder of this run in the history database (flushed at every
+    stats tick, so a killed run keeps what it did), or None if the history
+    cannot be opened: a run must not fail for want of its record."""
+    from runtime.history import History
+
+    try:
+        recorder = History().recorder()
+    except Exception as exc:  # noqa: BLE001 - sqlite, permissions, a full disk
+        log.warning("run history unavailable: %s", exc)
+        return None
+    bus.subscribe(recorder)
+
+    def flush_on_stats(event) -> None:
+        if event.type == "stats":
+            recorder.flush()
+
+    bus.subscribe(flush_on_stats)
+    return recorder
+
+
+def _close_recorder(recorder) -> None:
+    try:
+        recorder.close()
+        recorder.history.prune()
+        recorder.history.close()
+    except Exception as exc:  # noqa: BLE001
+        log.warning("could not store the run in history: %s", exc)
+
+
+class _RunGuard:
+    """Ends a headless run on time, whatever it does.
+
+    SIGINT and SIGTERM stop the engine (the run winds down and writes its
+    run.finished). The handlers are Python-level, so they run even while a
+    node keeps the event loop busy; if the run has not ended ``HARD_STOP_GRACE``
+    seconds after a signal or after its deadline (a node stuck in inline
+    work), a watchdog thread writes run.finished itself, flushes the events
+    file and the history, and ends the process with the run's exit code."""
+
+    def __init__(self, engine, writer, recorder) -> None:
+        self.engine = engine
+        self.writer = writer
+        self.recorder = recorder
+        self.signal: int | None = None
+        self._timer = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._previous: dict[int, Any] = {}
+        self._finished = False
+
+    async def run(self, timeout: float | None):
+        import signal
+
+        self._loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._previous[signum] = signal.signal(signum, self._on_signal)
+        if timeout is not None:
+            self._arm(timeout + HARD_STOP_GRACE, "timeout")
+        try:
+            return await self.engine.run(timeout)
+        finally:
+            self._finished = True
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        import signal
+
+        if self.signal is not None:
+            return  # a second Ctrl+C while winding down: the watchdog is armed
+        self.signal = signum
+        name = signal.Signals(signum).name
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.engine.stop, f"interrupted by {name}")
+        self._arm(HARD_STOP_GRACE, "interrupted", f"interrupted by {name}")
+
+    def _arm(self, delay: float, reason: str, message: str = "") -> None:
+        import threading
+
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = threading.Timer(delay, self._hard_stop, (reason, message))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def disarm(self) -> None:
+        import signal
+
+        if self._timer is not None:
+            self._timer.cancel()
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _hard_stop(self, reason: str, message: str) -> None:
+        import os
+
+        from runtime.engine import STATUS_OF_REASON
+        from runtime.events import RunFinished
+
+        if self._finished:
+            return
+        engine = self.engine
+        in_flight = engine.in_flight()
+        stuck = _busy_node(engine)
+        if stuck:
+            in_flight[stuck] = in_flight.get(stuck, 0) + 1
+        message = message or ("the run did not stop on time: "
+                              f"{f'node {stuck!r}' if stuck else 'a node'} kept the event loop busy")
+        event = RunFinished(status=STATUS_OF_REASON[reason], reason=reason,  # type: ignore[arg-type]
+                            message=message, in_flight=in_flight, errors=engine.uncaught,
+                            run_id=engine.run_id, duration_ms=engine.elapsed_ms())
+        try:
+            if self.writer is not None:
+                self.writer.write_last(event)
+            if self.recorder is not None:
+                self.recorder.close_from_thread(event)
+        except Exception:  # noqa: BLE001 - the process ends either way
+            log.debug("could not record the hard stop", exc_info=True)
+        finally:
+            print(f"switchboard: {message}", file=sys.stderr, flush=True)
+            sys.stdout.flush()
+            os._exit(exit_code(reason, in_flight, engine.uncaught, self.signal))
+
+
+def _busy_node(engine) -> str | None:
+    """The node whose code the main thread is running now, if any: what a
+    stuck run is stuck in (read from the thread's stack, innermost first)."""
+    import threading
+
+    from runtime.node import Node
+
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    while frame is not None:
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, Node) and owner.id in engine.nodes:
+            return owner.id
+        frame = frame.f_back
+    return None
 
 
 def _validate(args: argparse.Namespace) -> int:

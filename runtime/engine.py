@@ -56,6 +56,9 @@ log = logging.getLogger(__name__)
 
 MAX_DEPTH = 100
 MAX_CATCHES = 10  # times one message may be caught before an error is final
+#: Messages in flight (tasks, deferred hops, tool calls) past which a run
+#: fails as a message storm; a run option and a flow setting.
+MAX_IN_FLIGHT = 100_000
 STATS_INTERVAL = 0.25
 LAST_MESSAGES = 5
 SNAPSHOT_LIMIT = 4000  # characters kept of a long string in a recorded message
@@ -132,12 +135,20 @@ class NodeRuntime:
         store.append(to_jsonable(msg, limit=SNAPSHOT_LIMIT))
 
 
+#: RunFinished.status for each reason (the short form the designer shows).
+STATUS_OF_REASON = {"completed": "ok", "failed": "error", "timeout": "timeout",
+                    "interrupted": "stopped"}
+
+
 @dataclass
 class RunResult:
     status: str = "ok"  # ok | error | stopped | timeout
     errors: int = 0  # uncaught node errors
     duration_ms: float = 0.0
     problems: list = field(default_factory=list)
+    reason: str = "completed"  # completed | failed | timeout | interrupted
+    message: str = ""  # why, when a bound or a signal ended the run
+    in_flight: dict[str, int] = field(default_factory=dict)  # node id -> unfinished messages
 
 
 class Engine:
@@ -153,6 +164,8 @@ class Engine:
         record: bool | None = None,
         keep_alive: bool = False,
         file: str = "",
+        max_in_flight: int | None = None,
+        validated: bool = False,
     ) -> None:
         self.flow = flow
         self.registry = registry or Registry.default()
@@ -172,18 +185,25 @@ class Engine:
         self._catchers: list[tuple[NodeRuntime, frozenset[str]]] = []
         self._uncaught = 0
         self._send_nesting = 0
-        self._status = "ok"
+        self._reason = ""  # set when something other than settling ends the run
+        self._message = ""
+        self._in_flight: dict[str, int] = {}
+        self._deadline = 0.0  # time.monotonic() past which deferred work is dropped
+        self.max_in_flight = max_in_flight or MAX_IN_FLIGHT
         self._started = 0.0
         self._record = False
         self.running = False
-        self._build()
+        self._build(validated)
 
     # -- construction -------------------------------------------------------
-    def _build(self) -> None:
-        problems = [p for p in validate_flow(self.flow, self.registry, file=self.file)
-                    if p.severity == "error"]
-        if problems:
-            raise FlowError(problems)
+    def _build(self, validated: bool) -> None:
+        # ``validated``: the caller has just validated this very flow (the
+        # CLI, the designer) and a second pass would double the load time.
+        if not validated:
+            problems = [p for p in validate_flow(self.flow, self.registry, file=self.file)
+                        if p.severity == "error"]
+            if problems:
+                raise FlowError(problems)
         for fnode in self.flow.nodes:
             cls = self.registry.get(fnode.type)
             assert cls is not None
@@ -211,6 +231,8 @@ class Engine:
         self.bus.run_id = self.run_id
         self._record = self._record_wanted if self._record_wanted is not None else self.bus.active
         self._started = time.perf_counter()
+        if timeout is not None:
+            self._deadline = time.monotonic() + timeout
         self.running = True
         if self.bus.active:
             self.bus.publish(RunStarted(flow=self.flow.name, path=self.file,
@@ -222,7 +244,7 @@ class Engine:
                 self._inflight += 1  # held while sources are being started
                 for rt in self.nodes.values():
                     if rt.spec.source and not rt.disabled:
-                        self._spawn(self._run_source(rt))
+                        self._spawn(self._run_source(rt), rt)
                 self._inflight -= 1
                 self._settle()
             try:
@@ -231,18 +253,54 @@ class Engine:
                 else:
                     await self._done
             except TimeoutError:
-                self._status = "timeout"
+                self._end("timeout")
         finally:
+            self._in_flight = self.in_flight()
             await self._shutdown()
             if stats_task:
                 stats_task.cancel()
         return self._finish()
 
-    def stop(self) -> None:
-        """Cancel everything in flight (tool calls included) and end the run."""
+    def stop(self, message: str = "") -> None:
+        """Cancel everything in flight (tool calls included) and end the run
+        as interrupted (a person's Stop, SIGINT, SIGTERM); ``message`` says
+        by what."""
+        self._end("interrupted", message)
+
+    def _end(self, reason: str, message: str = "") -> None:
+        """End the run now for ``reason``; the first reason given wins."""
         if self._done is not None and not self._done.done():
-            self._status = "stopped"
+            self._reason, self._message = reason, message
             self._done.set_result(None)
+
+    @property
+    def uncaught(self) -> int:
+        """Node errors so far that no catch node took."""
+        return self._uncaught
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self._started) * 1000 if self._started else 0.0
+
+    def in_flight(self) -> dict[str, int]:
+        """Per node, messages it is still handling or that wait for it."""
+        return {rt.id: rt.active + rt.deferred for rt in self.nodes.values()
+                if rt.active or rt.deferred}
+
+    def _storm(self, rt: NodeRuntime) -> None:
+        text = f"message storm at {rt.id}: {self._inflight} messages in flight " \
+               f"(the limit is {self.max_in_flight})"
+        log.warning("%s", text)
+        if self.bus.active:
+            self.bus.publish(NodeError(node=rt.id, name=rt.node.name, message=text))
+        self._end("failed", text)
+
+    def _past_deadline(self) -> bool:
+        if self._deadline and time.monotonic() > self._deadline:
+            # The loop is too busy for the timer to fire on time (a flood of
+            # deferred hops in one turn): end the run from the hot path.
+            self._end("timeout")
+            return True
+        return False
 
     async def _start_nodes(self) -> None:
         for rt in self.nodes.values():
@@ -251,8 +309,7 @@ class Engine:
             except Exception as exc:
                 self._node_failed(rt, None, exc)
         if self._uncaught:
-            self._status = "error"
-            self._done.set_result(None)  # type: ignore[union-attr]
+            self._end("failed")
 
     async def _shutdown(self) -> None:
         tasks = [t for t in self._tasks if not t.done()]
@@ -269,16 +326,24 @@ class Engine:
 
     def _finish(self) -> RunResult:
         duration = (time.perf_counter() - self._started) * 1000
-        status = self._status
-        if status == "ok" and self._uncaught:
-            status = "error"
+        reason = self._reason or ("failed" if self._uncaught else "completed")
+        status = STATUS_OF_REASON[reason]
         if self.bus.active:
             self.bus.publish(self.stats())
-            self.bus.publish(RunFinished(status=status, duration_ms=duration,  # type: ignore[arg-type]
-                                         errors=self._uncaught))
-        return RunResult(status=status, errors=self._uncaught, duration_ms=duration)
+            self.bus.publish(RunFinished(
+                status=status, reason=reason, message=self._message,  # type: ignore[arg-type]
+                in_flight=self._in_flight, duration_ms=duration, errors=self._uncaught))
+        return RunResult(status=status, errors=self._uncaught, duration_ms=duration,
+                         reason=reason, message=self._message, in_flight=self._in_flight)
 
-    def _spawn(self, coro: Any) -> asyncio.Task:
+    def _spawn(self, coro: Any, rt: NodeRuntime) -> asyncio.Task | None:
+        if self._done.done():  # type: ignore[union-attr]
+            coro.close()  # the run has ended: start nothing new
+            return None
+        if self._inflight >= self.max_in_flight:
+            coro.close()
+            self._storm(rt)
+            return None
         self._inflight += 1
         task = self._loop.create_task(coro)  # type: ignore[union-attr]
         self._tasks.add(task)
@@ -328,9 +393,14 @@ class Engine:
             if rt.budget > 0 and self._record:
                 rt.record(rt.last_in, msg)
             if rt.is_async:
-                self._spawn(self._run_async(rt, msg))
+                self._spawn(self._run_async(rt, msg), rt)
                 return
             if depth > MAX_DEPTH or rt.deferred:
+                if self._done.done():  # type: ignore[union-attr]
+                    return  # the run ended (stop, timeout, storm): drop, do not queue
+                if self._inflight >= self.max_in_flight:
+                    self._storm(rt)
+                    return
                 rt.deferred += 1
                 self._inflight += 1
                 self._loop.call_soon(self._run_deferred, rt, msg)  # type: ignore[union-attr]
@@ -355,7 +425,7 @@ class Engine:
 
     def _run_deferred(self, rt: NodeRuntime, msg: dict) -> None:
         rt.deferred -= 1
-        if self._done.done():  # type: ignore[union-attr]
+        if self._done.done() or self._past_deadline():  # type: ignore[union-attr]
             # stop() or the timeout ended the run: a loop must not go on
             # running nodes (after close(), in a long-lived designer loop).
             self._inflight -= 1
@@ -458,8 +528,10 @@ class Engine:
         # How often this message has been caught already: a catch flow that
         # fails every time would otherwise loop until the run is stopped
         # (Node-RED stops at 10 as well).
-        prior = (msg or {}).get("error")
-        caught_before = prior.get("catches", 0) if isinstance(prior, dict) else 0
+        # The count lives on the message object (Message._catches), where no
+        # node can reset it: a change node deleting msg.error once made a
+        # failing catch flow endless.
+        caught_before = getattr(msg, "_catches", 0)
         error = {"message": text, "node": rt.id, "name": rt.node.name, "type": rt.spec.type,
                  "catches": caught_before + 1}
         catchers = [c for c, watched in self._catchers
@@ -478,7 +550,8 @@ class Engine:
                                        msgid=(msg or {}).get("_msgid", ""), caught=bool(catchers)))
             self.bus.publish(NodeStatus(node=rt.id, text=text[:80], color="red", state="error"))
         if catchers:
-            base = msg if msg is not None else Message.new()
+            base = msg if type(msg) is Message else Message(msg or Message.new())
+            base._catches = caught_before + 1
             for i, catcher in enumerate(catchers):
                 m = deep_copy(base) if i < len(catchers) - 1 else base
                 m["error"] = dict(error)

@@ -35,10 +35,21 @@ class RunStarted(Event):
 
 
 class RunFinished(Event):
+    """The last event of every run, however it ended.
+
+    ``reason``: completed (everything settled), failed (an uncaught node
+    error, or a bound such as the message-storm cap ended the run), timeout
+    (the run's time limit ended it), interrupted (stopped by a person: Stop,
+    SIGINT, SIGTERM). ``status`` is the older short form the designer and
+    run history show (ok, error, timeout, stopped), one per reason.
+    ``in_flight`` names the nodes that still had work when the run ended
+    (messages being handled or waiting), so a timeout says what was cut off."""
+
     type: Literal["run.finished"] = "run.finished"
-    # ok: everything settled; error: an uncaught node error; stopped: stop()
-    # was called; timeout: the run's time limit ended it.
     status: Literal["ok", "error", "stopped", "timeout"] = "ok"
+    reason: Literal["completed", "failed", "timeout", "interrupted"] = "completed"
+    message: str = ""
+    in_flight: dict[str, int] = Field(default_factory=dict)
     duration_ms: float = 0.0
     errors: int = 0
 
@@ -161,13 +172,15 @@ Subscriber = Callable[[Event], None]
 class EventBus:
     """Synchronous fan-out of events to any number of subscribers.
 
-    A subscriber that raises is logged and skipped: an inspector bug must
-    never stop a run."""
+    A subscriber that raises is logged (once, with its traceback; later
+    failures are counted) and skipped: the other subscribers still get the
+    event, and the run goes on. An inspector bug must never stop a run."""
 
     def __init__(self) -> None:
         self._subscribers: list[Subscriber] = []
         self.active = False
         self.run_id = ""
+        self.failures: dict[Subscriber, int] = {}
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         self._subscribers.append(fn)
@@ -189,21 +202,85 @@ class EventBus:
             try:
                 fn(event)
             except Exception:
-                log.exception("event subscriber %r failed on %s", fn, event.type)
+                self._failed(fn, event)
+
+    def _failed(self, fn: Subscriber, event: Event) -> None:
+        n = self.failures.get(fn, 0) + 1
+        self.failures[fn] = n
+        if n == 1:
+            log.exception("event subscriber %r failed on %s (later failures of it are only "
+                          "counted)", fn, event.type)
 
 
 class JsonlWriter:
-    """Writes every event as one JSON object per line."""
+    """Writes every event as one JSON object per line.
+
+    An event that cannot be serialised (nested deeper than pydantic allows,
+    say) is written with its fields replaced by the reason, never dropped.
+    Lines reach the file at every ``stats`` tick and at ``run.finished``, so
+    a killed run leaves what it did up to the last fraction of a second; the
+    lock lets a watchdog thread add the final line while the run is stuck."""
+
+    FLUSH_ON = frozenset({"stats", "run.finished", "run.started", "node.error"})
 
     def __init__(self, path: str | Path) -> None:
+        import threading
+
         self._fh = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self.lock = threading.Lock()
 
     def __call__(self, event: Event) -> None:
-        self._fh.write(event.model_dump_json())
-        self._fh.write("\n")
+        try:
+            line = event.model_dump_json()
+        except Exception as exc:  # noqa: BLE001 - any serialisation failure
+            line = _unserialisable(event, exc)
+        with self.lock:
+            if self._fh.closed:
+                return
+            self._fh.write(line)
+            self._fh.write("\n")
+            if event.type in self.FLUSH_ON:
+                self._fh.flush()
+
+    def write_last(self, event: Event, wait: float = 0.5) -> None:
+        """From another thread, when the run is stuck: write ``event`` and
+        flush, waiting at most ``wait`` s for a write in progress."""
+        got = self.lock.acquire(timeout=wait)
+        try:
+            if not self._fh.closed:
+                self._fh.write(event.model_dump_json() + "\n")
+                self._fh.flush()
+        finally:
+            if got:
+                self.lock.release()
+
+    def flush(self) -> None:
+        with self.lock:
+            if not self._fh.closed:
+                self._fh.flush()
 
     def close(self) -> None:
-        self._fh.close()
+        with self.lock:
+            self._fh.close()
+
+
+def _unserialisable(event: Event, exc: Exception) -> str:
+    """The event as a line that parses back: free-form fields (a tool call's
+    args, a debug value) say why they are missing, typed containers are
+    emptied."""
+    note = f"<not serialisable: {type(exc).__name__}: {str(exc)[:200]}>"
+    update: dict[str, Any] = {}
+    for name, info in type(event).model_fields.items():
+        value = getattr(event, name)
+        if isinstance(value, (dict, list, tuple)):
+            update[name] = note if info.annotation is Any else type(value)()
+    try:
+        return event.model_copy(update=update).model_dump_json()
+    except Exception:  # noqa: BLE001 - the last resort must not fail
+        import json
+
+        return json.dumps({"type": "log", "ts": event.ts, "run_id": event.run_id,
+                           "level": "error", "text": f"a {event.type} event was lost: {note}"})
 
 
 def read_jsonl(path: str | Path) -> list[Event]:

@@ -259,6 +259,22 @@ class RunRecorder:
                 db.execute("UPDATE runs SET events=?, dropped=? WHERE id=?",
                            (self._seq, self._dropped, self.run_id))
 
+    def close_from_thread(self, finished: RunFinished) -> None:
+        """Record ``finished`` and everything pending through a connection of
+        the calling thread: for a watchdog ending a run whose own thread is
+        stuck (sqlite connections belong to the thread that opened them)."""
+        if not self.run_id:
+            return
+        self._release_stats(full=True)
+        self._add(finished)
+        self._finished = finished
+        other = History(self.history.path)
+        try:
+            self.history = other
+            self.flush()
+        finally:
+            other.close()
+
     def close(self) -> None:
         """Flush what is left. A run that never finished (the engine could
         not start) is marked interrupted rather than left 'running'."""

@@ -25,6 +25,8 @@ RESERVED_KEYS = frozenset(
 )
 
 _MISSING = object()
+#: Deepest nesting to_jsonable() keeps (events, the inspector, history).
+MAX_JSONABLE_DEPTH = 32
 _prefix = os.urandom(4).hex()
 _counter = itertools.count(1)
 
@@ -143,8 +145,14 @@ def deep_copy(value: Any) -> Any:
     """A copy of JSON-like data, several times faster than copy.deepcopy:
     immutable leaves are shared, dicts and lists are rebuilt."""
     cls = type(value)
-    if cls is dict or cls is Message:
-        return cls({k: deep_copy(v) for k, v in value.items()})
+    if cls is dict:
+        return {k: deep_copy(v) for k, v in value.items()}
+    if cls is Message:
+        copy = Message({k: deep_copy(v) for k, v in value.items()})
+        catches = getattr(value, "_catches", 0)
+        if catches:
+            copy._catches = catches  # a fan-out copy of a caught message stays counted
+        return copy
     if cls is list:
         return [deep_copy(v) for v in value]
     if cls is tuple:
@@ -156,9 +164,13 @@ def deep_copy(value: Any) -> Any:
 
 class Message(dict):
     """A message travelling through a flow. ``payload`` is the main value and
-    ``_msgid`` its id; keys starting with ``__`` are reserved for tool calls."""
+    ``_msgid`` its id; keys starting with ``__`` are reserved for tool calls.
 
-    __slots__ = ()
+    ``_catches`` (unset until the message is first caught) counts how often a
+    ``core.catch`` node received it. It is an attribute, not a key, so that
+    no node can reset it and turn a failing catch flow into an endless loop."""
+
+    __slots__ = ("_catches",)
 
     @classmethod
     def new(cls, payload: Any = None, **fields: Any) -> Message:
@@ -190,17 +202,21 @@ class Message(dict):
         return self.get("_msgid", "")
 
 
-def to_jsonable(value: Any, *, limit: int = 0) -> Any:
+def to_jsonable(value: Any, *, limit: int = 0, depth: int = MAX_JSONABLE_DEPTH) -> Any:
     """Values as JSON can carry them (for events and the inspector); anything
-    else becomes its repr. ``limit`` truncates long strings."""
+    else becomes its repr. ``limit`` truncates long strings; containers
+    nested deeper than ``depth`` become a short note, so that whatever a
+    model or a node produced, an event can always be written out."""
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
         return value if not limit or len(value) <= limit else value[:limit] + "…"
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v, limit=limit) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v, limit=limit) for v in value]
+    if isinstance(value, (dict, list, tuple)):
+        if depth <= 0:
+            return f"<{type(value).__name__} nested more than {MAX_JSONABLE_DEPTH} levels>"
+        if isinstance(value, dict):
+            return {str(k): to_jsonable(v, limit=limit, depth=depth - 1) for k, v in value.items()}
+        return [to_jsonable(v, limit=limit, depth=depth - 1) for v in value]
     if isinstance(value, (bytes, bytearray)):
         return f"<{len(value)} bytes>"
     return repr(value)

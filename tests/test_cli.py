@@ -108,13 +108,173 @@ def test_events_to_an_unwritable_place_is_bad_input(tmp_path):
     assert r.returncode == 2 and "--events" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_timeout_stops_a_long_run(tmp_path):
+def test_timeout_with_work_unfinished_exits_124_and_says_what(tmp_path):
     path = write(tmp_path, flow_data([N("a", "core.inject", payload=1),
                                       N("wait", "core.delay", seconds=3600),
                                       N("d", "core.debug")], ["a->wait", "wait->d"]))
-    r = sb("run", path, "--timeout", "0.2")
-    assert r.returncode == 0 and r.stdout == ""
-    assert "stopped after 0.2 s" in r.stderr
+    events = tmp_path / "e.jsonl"
+    r = sb("run", path, "--timeout", "0.2", "--events", str(events))
+    assert r.returncode == 124 and r.stdout == ""
+    assert "stopped after 0.2 s; unfinished: wait (1)" in r.stderr
+    fin = finished(events)
+    assert fin.reason == "timeout" and fin.in_flight == {"wait": 1}
+
+
+def test_timeout_of_a_long_running_flow_with_nothing_in_flight_exits_0(tmp_path):
+    # An inject that repeats forever is how a user runs a service; its
+    # timeout is how they stop it, and nothing was left half done.
+    path = write(tmp_path, flow_data([N("a", "core.inject", payload=1, repeat_seconds=3600,
+                                        count=0), N("d", "core.debug")], ["a->d"]))
+    events = tmp_path / "e.jsonl"
+    r = sb("run", path, "--timeout", "0.3", "--events", str(events))
+    assert r.returncode == 0, r.stderr
+    assert lines(r.stdout) == [{"node": "d", "name": "Debug", "value": 1}]
+    assert "nothing was in flight" in r.stderr
+    fin = finished(events)
+    assert fin.reason == "timeout" and fin.in_flight == {}
+
+
+def finished(events: Path):
+    evs = [parse_event(line) for line in events.read_text(encoding="utf-8").splitlines()]
+    assert evs and evs[-1].type == "run.finished", [e.type for e in evs[-3:]]
+    return evs[-1]
+
+
+STORM = [N("src", "core.inject", payload="x"), N("loop", "core.change"),
+         N("a", "core.change"), N("b", "core.change")]
+STORM_WIRES = ["src->loop", "loop->a", "loop->b", "a->loop", "b->loop"]
+
+
+def test_fan_out_cycle_fails_as_a_message_storm_within_its_memory_bound(tmp_path):
+    # Each lap doubles the messages; this once grew to 2.7 GB, past --timeout.
+    import resource
+
+    path = write(tmp_path, flow_data(STORM, STORM_WIRES))
+    events = tmp_path / "e.jsonl"
+    r = sb("run", path, "--timeout", "5", "--events", str(events))
+    assert r.returncode == 1, r.stderr
+    fin = finished(events)
+    assert fin.reason == "failed" and fin.status == "error"
+    assert fin.message.startswith("message storm at ") and "100000 messages in flight" in fin.message
+    assert "message storm at" in r.stderr and "Traceback" not in r.stderr
+    # The largest child so far (this run included) stayed far below the bound.
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 500 * 1024
+
+
+def test_max_in_flight_is_a_run_option(tmp_path):
+    path = write(tmp_path, flow_data(STORM, STORM_WIRES))
+    r = sb("run", path, "--timeout", "5", "--max-in-flight", "1000")
+    assert r.returncode == 1
+    assert "messages in flight (the limit is 1000)" in r.stderr
+
+
+def test_run_help_documents_the_exit_codes():
+    r = sb("run", "--help")
+    assert r.returncode == 0
+    for code, word in (("124", "--timeout"), ("130", "SIGINT"), ("143", "SIGTERM"),
+                       ("2", "bad input"), ("1", "failed")):
+        assert any(line.strip().startswith(code) and word in line
+                   for line in r.stdout.splitlines()), (code, r.stdout)
+
+
+def _start(tmp_path: Path, path: str, *extra: str, code: str | None = None):
+    events = tmp_path / "e.jsonl"
+    cmd = ([sys.executable, "-m", "runtime.cli"] if code is None
+           else [sys.executable, "-c", code]) + ["run", path, "--events", str(events), *extra]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT, env=env)
+    return proc, events
+
+
+LONG_FLOW = [N("a", "core.inject", payload="started"), N("d", "core.debug"),
+             N("wait", "core.delay", seconds=3600)]
+LONG_WIRES = ["a->d", "a->wait"]
+
+
+@pytest.mark.parametrize("signame, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_signal_ends_the_run_with_run_finished_and_its_exit_code(tmp_path, data_dir, signame,
+                                                                   code):
+    import signal
+
+    from runtime.history import History
+
+    path = write(tmp_path, flow_data(LONG_FLOW, LONG_WIRES))
+    proc, events = _start(tmp_path, path)
+    # The first debug line proves the run is going; the delay holds it open.
+    assert json.loads(proc.stdout.readline())["value"] == "started"
+    proc.send_signal(getattr(signal, signame))
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    fin = finished(events)
+    assert fin.reason == "interrupted" and fin.message == f"interrupted by {signame}"
+    assert fin.in_flight == {"wait": 1}
+    with History() as h:
+        [run] = h.runs()
+        assert run.id == fin.run_id and run.status == "stopped"
+        assert [e.type for e in h.events(run.id)][-1] == "run.finished"
+
+
+# A node that never returns to the event loop: only the watchdog can end it.
+STUCK = """
+import sys, time
+from runtime.node import Node, node
+from runtime.registry import Registry
+
+@node("test.stuck", name="Stuck", category="Test")
+class Stuck(Node):
+    def on_message(self, msg):
+        t = time.monotonic()
+        while time.monotonic() - t < 120:
+            pass
+
+Registry.default()._classes["test.stuck"] = Stuck
+from runtime.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_run_stuck_in_inline_work_still_ends_at_its_timeout(tmp_path, data_dir):
+    from runtime.history import History
+
+    path = write(tmp_path, flow_data([N("a", "core.inject", payload=1), N("s", "test.stuck")],
+                                     ["a->s"]))
+    proc, events = _start(tmp_path, path, "--timeout", "0.5", code=STUCK)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 124, err
+    assert "did not stop on time: node 's' kept the event loop busy" in err
+    fin = finished(events)
+    assert fin.reason == "timeout" and fin.in_flight == {"s": 1}
+    assert [e.type for e in map(parse_event, events.read_text().splitlines())][0] == "run.started"
+    with History() as h:
+        [run] = h.runs()
+        assert run.status == "timeout"
+
+
+def test_sigterm_ends_a_run_stuck_in_inline_work(tmp_path, data_dir):
+    import signal
+
+    path = write(tmp_path, flow_data([N("a", "core.inject", payload=1), N("d", "core.debug"),
+                                      N("s", "test.stuck")], ["a->d", "a->s"]))
+    proc, events = _start(tmp_path, path, code=STUCK)
+    assert json.loads(proc.stdout.readline())["value"] == 1
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    fin = finished(events)
+    assert fin.reason == "interrupted" and fin.message == "interrupted by SIGTERM"
+
+
+def test_every_cli_run_is_recorded_in_history(tmp_path, data_dir):
+    from runtime.history import History
+
+    r = sb("run", str(EXAMPLES / "hello.flow.json"))
+    assert r.returncode == 0, r.stderr
+    r = sb("run", str(EXAMPLES / "hello.flow.json"), "--no-history")
+    with History() as h:
+        [run] = h.runs()
+        assert run.status == "ok" and run.path.endswith("hello.flow.json")
+        assert "debug" in {e.type for e in h.events(run.id)}
 
 
 def test_uncaught_node_error_exits_1(tmp_path):

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from runtime import engine as engine_mod
-from runtime.engine import MAX_DEPTH, Engine
+from runtime.engine import MAX_CATCHES, MAX_DEPTH, Engine
 from runtime.events import (
     Debug,
     EventBus,
@@ -175,33 +175,30 @@ async def test_deep_loop_past_max_depth_finishes(via_split):
     assert r.engine.nodes["inc"].count_in == n
 
 
-async def test_loop_through_a_catch_stays_bounded():
-    # The failing node's message goes to catch, round the loop, and fails
-    # again: each lap must count towards the depth bound. (The loop clears
-    # msg.error on purpose, which also resets the catch count.)
-    n = MAX_DEPTH * 20
+async def test_catch_loop_ends_even_when_a_node_deletes_msg_error():
+    # The catch count once lived in msg.error, so a catch flow that deleted
+    # it looped until the run was stopped. Now it is kept on the message
+    # object, out of any node's reach: the 11th failure is final.
     flow = make_flow([
         N("src", "core.inject", payload=0),
         N("f", "test.fail", fail_all=True),
         N("c", "core.catch"),
         N("clear", "core.change", rules=[{"action": "delete", "path": "error"}]),
         N("inc", "test.inc"),
-        N("sw", "core.switch", rules=[{"op": "lt", "value": n}, {"op": "else"}]),
         N("done", "test.sink")],
-        ["src->f", "c->clear", "clear->inc", "inc->sw", "sw.out0->f", "sw.out1->done"])
-    r = await run(flow)
-    [final] = r.node("done").seen
-    assert final["payload"] == n
+        ["src->f", "c->clear", "clear->inc", "inc->f"])
+    r = await run(flow, timeout=30)
     errors = r.of("node.error")
-    assert len(errors) == n and all(e.caught and "RecursionError" not in e.message
-                                    for e in errors)
-    assert r.result.errors == 0 and r.result.status == "ok"
+    assert len(errors) == MAX_CATCHES + 1
+    assert [e.caught for e in errors] == [True] * MAX_CATCHES + [False]
+    assert "caught 10 times already" in errors[-1].message
+    assert r.engine.nodes["inc"].count_in == MAX_CATCHES
+    assert r.result.reason == "failed" and r.result.errors == 1
 
 
 async def test_a_message_is_caught_at_most_max_catches_times():
     # A catch flow that fails every time (here: it feeds the failing node
     # again) must not loop until the run is stopped.
-    from runtime.engine import MAX_CATCHES
 
     flow = make_flow([
         N("src", "core.inject", payload=0),
@@ -461,3 +458,77 @@ async def test_jsonl_writer_and_parse_event_round_trip(tmp_path):
     assert {type(e) for e in back} >= {Debug, NodeError, RunFinished, Stats}
     assert parse_event(lines[0]) == got[0]
     assert parse_event(json.loads(lines[-1])) == got[-1]
+
+
+# -- bounds and endings ---------------------------------------------------------------
+
+STORM_NODES = [N("src", "core.inject", payload="x"), N("loop", "core.change"),
+               N("a", "core.change"), N("b", "core.change")]
+STORM_WIRES = ["src->loop", "loop->a", "loop->b", "a->loop", "b->loop"]
+
+
+async def test_fan_out_cycle_ends_as_a_message_storm_at_the_cap():
+    r = await run(make_flow(STORM_NODES, STORM_WIRES), timeout=30, max_in_flight=500)
+    assert r.result.reason == "failed" and r.result.status == "error"
+    assert r.result.message.startswith("message storm at ")
+    assert "500 messages in flight (the limit is 500)" in r.result.message
+    [fin] = r.of("run.finished")
+    assert fin.reason == "failed" and fin.message == r.result.message
+    # Each lap doubles the messages: the cap stopped it after a few laps.
+    assert r.engine.nodes["loop"].count_in < 2_000
+    assert any(e.message == r.result.message for e in r.of("node.error"))
+
+
+async def test_async_work_counts_towards_the_cap():
+    flow = make_flow([N("src", "core.inject", payload=1, count=50), N("g", "test.gate")],
+                     ["src->g"])
+    r = await run(flow, timeout=30, max_in_flight=10)
+    assert r.result.reason == "failed" and "at g: 10 messages" in r.result.message
+
+
+async def test_stop_is_an_interruption_and_names_what_was_in_flight():
+    flow = make_flow([N("src", "core.inject", payload=1), N("g", "test.gate")], ["src->g"])
+    engine, events = engine_for(flow)
+    task = asyncio.ensure_future(engine.run())
+    await until(lambda: engine.nodes["g"].active == 1)
+    engine.stop("by the test")
+    result = await task
+    assert (result.reason, result.status, result.message) == ("interrupted", "stopped",
+                                                              "by the test")
+    [fin] = [e for e in events if e.type == "run.finished"]
+    assert fin.in_flight == {"g": 1} and fin.reason == "interrupted"
+
+
+async def test_a_subscriber_that_raises_loses_no_event_for_the_others(caplog):
+    bus = EventBus()
+    seen: list[str] = []
+
+    def broken(event):
+        raise ValueError("inspector bug")
+
+    bus.subscribe(broken)
+    bus.subscribe(lambda e: seen.append(e.type))
+    flow = make_flow([N("src", "core.inject", payload=1, count=3), N("d", "core.debug")],
+                     ["src->d"])
+    result = await Engine(flow, REGISTRY, bus).run()
+    assert result.reason == "completed"
+    assert seen.count("debug") == 3 and seen[0] == "run.started" and seen[-1] == "run.finished"
+    logged = [r for r in caplog.records if "inspector bug" in (r.exc_text or "")
+              or "failed on" in r.getMessage()]
+    assert len(logged) == 1 and bus.failures[broken] == len(seen)
+
+
+def test_the_jsonl_writer_never_loses_an_event_it_cannot_serialise(tmp_path):
+    from runtime.events import ToolCall
+
+    deep: list = []
+    for _ in range(2000):
+        deep = [deep]
+    path = tmp_path / "e.jsonl"
+    writer = JsonlWriter(path)
+    writer(ToolCall(agent="a", tool="t", caller_id="c1", args=deep))
+    writer(ToolCall(agent="a", tool="t", caller_id="c2", args={"ok": 1}))
+    writer.close()
+    first, second = read_jsonl(path)
+    assert first.caller_id == "c1" and first.args.startswith("<not serialisable: ")
+    assert second.args == {"ok": 1}
