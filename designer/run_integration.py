@@ -256,6 +256,8 @@ class RunSession(QObject):
         text = f"{words.get(result.status, result.status)} in {fmt_duration(result.duration_ms)}"
         if result.errors:
             text += f" · {result.errors} error{'s' if result.errors != 1 else ''}"
+        if result.reason == "failed" and result.message:
+            text += f" · {result.message}"  # a bound ended it: "message storm at loop: ..."
         self._set_status(result.status, text)
         self.inspector.run_finished()
         if result.errors and self.inspector.tabs.currentIndex() == TAB_DEBUG \

@@ -86,6 +86,23 @@ def test_stop_cancels_a_long_delay(controller, qtbot):
     assert [e for e in got if e.type == "run.finished"][-1].status == "stopped"
 
 
+def test_a_message_storm_ends_the_run_and_the_status_bar_says_where(fake_window, qtbot):
+    change = {"type": "core.change"}
+    flow = flow_of(
+        [{"id": "go", "type": "core.inject", "params": {"payload": {"scope": "custom", "value": 1}}},
+         {"id": "loop", **change}, {"id": "a", **change}, {"id": "b", **change}],
+        [(["go", "out"], ["loop", "in"]), (["loop", "out"], ["a", "in"]),
+         (["loop", "out"], ["b", "in"]), (["a", "out"], ["loop", "in"]),
+         (["b", "out"], ["loop", "in"])], name="Storm")
+    window = fake_window(flow)
+    session = window.session
+    with qtbot.waitSignal(session.controller.run_finished, timeout=30000) as finished:
+        window.run_action.trigger()
+    result = finished.args[0]
+    assert result.reason == "failed" and result.message.startswith("message storm at ")
+    assert "message storm at" in session.status.text()
+
+
 def test_history_lists_a_finished_run_after_the_inspector_is_recreated(
         fake_window, qtbot, tmp_path, qt_loop):
     from designer.panels.inspector import Inspector
