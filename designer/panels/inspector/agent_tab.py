@@ -23,7 +23,7 @@ from .common import COLORS, ROLE_COLORS
 from .model import Conversation
 
 if TYPE_CHECKING:
-    from .inspector import InspectorContext
+    from .context import InspectorContext
 
 
 def _text(value: Any) -> str:

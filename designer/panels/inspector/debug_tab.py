@@ -31,7 +31,7 @@ from .common import (
 from .model import DebugEntry
 
 if TYPE_CHECKING:
-    from .inspector import InspectorContext
+    from .context import InspectorContext
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 10
 ALL = ""

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QLabel, QSplitter, QStackedWidget, QVBoxLayout, QW
 from .common import COLORS, JsonTree, hint_label
 
 if TYPE_CHECKING:
-    from .inspector import InspectorContext
+    from .context import InspectorContext
 
 
 class _Pane(QWidget):

@@ -14,7 +14,7 @@ from runtime.flow import Problem
 from .common import color, fmt_seconds, hint_label
 
 if TYPE_CHECKING:
-    from .inspector import InspectorContext
+    from .context import InspectorContext
 
 NODE_ROLE = Qt.ItemDataRole.UserRole + 30
 

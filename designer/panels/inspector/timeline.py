@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QScrollArea, QToolTip, QWidget
 from .common import color, fmt_duration, fmt_seconds, preview
 
 if TYPE_CHECKING:
-    from .inspector import InspectorContext
+    from .context import InspectorContext
 
 GUTTER = 190
 HEADER = 28

@@ -22,7 +22,7 @@ from .common import JsonTree, color, fmt_duration, hint_label, mono_font, previe
 from .model import ToolCallRecord
 
 if TYPE_CHECKING:
-    from .inspector import InspectorContext
+    from .context import InspectorContext
 
 CALL_ROLE = Qt.ItemDataRole.UserRole + 20
 AGENT_ROLE = Qt.ItemDataRole.UserRole + 21
