@@ -65,14 +65,22 @@ SNAPSHOT_LIMIT = 4000  # characters kept of a long string in a recorded message
 
 
 class WireRuntime:
-    __slots__ = ("index", "target", "target_port", "count", "last")
+    __slots__ = ("index", "target", "target_port", "slow", "fast", "last")
 
     def __init__(self, index: int, target: NodeRuntime, target_port: str) -> None:
         self.index = index
         self.target = target
         self.target_port = target_port
-        self.count = 0
+        # Messages carried: ``fast`` by the inline chain loop (which counts
+        # nothing else: this one count is the source's out and the target's
+        # in), ``slow`` by every other path.
+        self.slow = 0
+        self.fast = 0
         self.last: Any = None
+
+    @property
+    def count(self) -> int:
+        return self.slow + self.fast
 
 
 class NodeRuntime:
@@ -80,8 +88,8 @@ class NodeRuntime:
 
     __slots__ = (
         "engine", "node", "id", "spec", "fnode", "on_message", "is_async", "sem", "routes",
-        "out_routes", "count_in", "count_out", "errors", "active", "last_in", "last_out",
-        "budget", "deferred", "tool_targets", "disabled",
+        "out_routes", "next", "incoming", "n_in", "n_out", "errors", "active", "last_in",
+        "last_out", "budget", "deferred", "tool_targets", "disabled",
     )
 
     def __init__(self, engine: Engine, fnode: FlowNode, spec: NodeSpec) -> None:
@@ -91,7 +99,12 @@ class NodeRuntime:
         self.spec = spec
         self.routes: dict[str, list[WireRuntime]] = {}
         self.out_routes: list[WireRuntime] = []
-        self.count_in = self.count_out = self.errors = self.active = 0
+        # The one wire a message takes on from here inside the chain loop,
+        # when there is exactly one on `out` to an enabled node and no trace.
+        self.next: WireRuntime | None = None
+        self.incoming: list[WireRuntime] = []
+        # Counted outside the chain loop; count_in/count_out add its wires.
+        self.n_in = self.n_out = self.errors = self.active = 0
         self.last_in: deque = deque(maxlen=LAST_MESSAGES)
         self.last_out: deque = deque(maxlen=LAST_MESSAGES)
         self.budget = 0
@@ -102,6 +115,14 @@ class NodeRuntime:
         self.on_message: Any = None
         self.is_async = False
         self.sem: asyncio.Semaphore | None = None
+
+    @property
+    def count_in(self) -> int:
+        return self.n_in + sum(w.fast for w in self.incoming)
+
+    @property
+    def count_out(self) -> int:
+        return self.n_out + (self.next.fast if self.next is not None else 0)
 
     def bind(self, node: Node) -> None:
         self.node = node
@@ -220,6 +241,12 @@ class Engine:
             s.routes.setdefault(port, []).append(WireRuntime(index, d, dport))
         for rt in self.nodes.values():
             rt.out_routes = rt.routes.get("out", [])
+            for wires in rt.routes.values():
+                for w in wires:
+                    w.target.incoming.append(w)
+            if len(rt.out_routes) == 1 and not rt.out_routes[0].target.disabled \
+                    and not self.trace:
+                rt.next = rt.out_routes[0]
             if rt.spec.type == "core.catch":
                 watched = rt.node.param("nodes").get(None) or []
                 self._catchers.append((rt, frozenset(watched)))
@@ -382,28 +409,17 @@ class Engine:
         self._deliver(rt, msg if msg is not None else Message.new(), 0)
 
     def _deliver(self, rt: NodeRuntime, msg: dict, depth: int) -> None:
-        # A linear chain of sync nodes is a loop here, not a recursion: the
-        # common case (one wire out of `out`) moves on to the next node
-        # without another call. Everything else goes through _forward.
-        trace = self.trace
+        # A linear chain of sync nodes is a loop here, not a recursion: while
+        # a node's result is None and it has one wire on (rt.next), the
+        # message moves on with one count and four tests per hop. Anything
+        # else (async, deferred, recording, past MAX_DEPTH, a port, fan-out)
+        # leaves the loop for _deliver_slow or _forward.
+        if rt.disabled:
+            return
+        rt.n_in += 1
         while True:
-            if rt.disabled:
-                return
-            rt.count_in += 1
-            if rt.budget > 0 and self._record:
-                rt.record(rt.last_in, msg)
-            if rt.is_async:
-                self._spawn(self._run_async(rt, msg), rt)
-                return
-            if depth > MAX_DEPTH or rt.deferred:
-                if self._done.done():  # type: ignore[union-attr]
-                    return  # the run ended (stop, timeout, storm): drop, do not queue
-                if self._inflight >= self.max_in_flight:
-                    self._storm(rt)
-                    return
-                rt.deferred += 1
-                self._inflight += 1
-                self._loop.call_soon(self._run_deferred, rt, msg)  # type: ignore[union-attr]
+            if rt.is_async or rt.deferred or rt.budget > 0 or depth > MAX_DEPTH:
+                self._deliver_slow(rt, msg, depth)
                 return
             try:
                 result = rt.on_message(msg)
@@ -411,17 +427,40 @@ class Engine:
                 self._node_failed(rt, msg, exc, depth)
                 return
             if result is None:
-                wires = rt.out_routes
-                if len(wires) == 1 and not trace and rt.budget <= 0:
-                    wire = wires[0]
-                    wire.count += 1
-                    rt.count_out += 1
+                wire = rt.next
+                if wire is not None:
+                    wire.fast += 1
                     rt = wire.target
                     depth += 1
                     continue
             if result is not DROP:
                 self._forward(rt, msg, result, depth)
             return
+
+    def _deliver_slow(self, rt: NodeRuntime, msg: dict, depth: int) -> None:
+        """The rest of _deliver for a message already counted in at ``rt``."""
+        if rt.budget > 0 and self._record:
+            rt.record(rt.last_in, msg)
+        if rt.is_async:
+            self._spawn(self._run_async(rt, msg), rt)
+            return
+        if depth > MAX_DEPTH or rt.deferred:
+            if self._done.done():  # type: ignore[union-attr]
+                return  # the run ended (stop, timeout, storm): drop, do not queue
+            if self._inflight >= self.max_in_flight:
+                self._storm(rt)
+                return
+            rt.deferred += 1
+            self._inflight += 1
+            self._loop.call_soon(self._run_deferred, rt, msg)  # type: ignore[union-attr]
+            return
+        try:
+            result = rt.on_message(msg)
+        except Exception as exc:
+            self._node_failed(rt, msg, exc, depth)
+            return
+        if result is not DROP:
+            self._forward(rt, msg, result, depth)
 
     def _run_deferred(self, rt: NodeRuntime, msg: dict) -> None:
         rt.deferred -= 1
@@ -473,13 +512,13 @@ class Engine:
         n = len(wires)
         if n == 0:
             return
-        rt.count_out += 1
+        rt.n_out += 1
         if rt.budget > 0 and self._record:
             rt.record(rt.last_out, msg)
         depth += 1
         if n == 1:
             wire = wires[0]
-            wire.count += 1
+            wire.slow += 1
             if self.trace:
                 self._trace_hop(rt, wire, msg)
             self._deliver(wire.target, msg, depth)
@@ -488,7 +527,7 @@ class Engine:
         copies = [deep_copy(msg) for _ in range(n - 1)]
         copies.append(msg)
         for wire, m in zip(wires, copies, strict=True):
-            wire.count += 1
+            wire.slow += 1
             if self.trace:
                 self._trace_hop(rt, wire, m)
             self._deliver(wire.target, m, depth)
@@ -565,7 +604,7 @@ class Engine:
         ``tool_request`` whose arguments were already validated) and turn the
         outcome into a ``tool_response``. Nothing flows on from the node."""
         rt = self.nodes[node_id]
-        rt.count_in += 1
+        rt.n_in += 1
         if rt.budget > 0 and self._record:
             rt.record(rt.last_in, msg)
         rt.active += 1
@@ -592,7 +631,7 @@ class Engine:
         finally:
             rt.active -= 1
         data = msg.pop(TOOL_DATA, None) or {"status": "completed"}
-        rt.count_out += 1
+        rt.n_out += 1
         response = tool_response(msg, data=data)
         if self._record:
             # What the node sent back is its "last out" in tool mode; a
