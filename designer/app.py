@@ -78,7 +78,8 @@ def run_designer(args) -> int:
     window._theme_mode = mode
     window.theme_actions[mode].setChecked(True)
     if flow:
-        ok = window.open_path(flow, ask=False)
+        # Recovery of the file is offered once the window shows (below).
+        ok = window.open_path(flow, ask=False, recover=False)
         if not ok and screenshot:
             window.close()
             return 2
@@ -95,10 +96,15 @@ def run_designer(args) -> int:
         hints.colorSchemeChanged.connect(lambda *a: window.follow_system_theme())
     window.show()
     window.view.fit_all()
-    if not flow:
-        from PySide6.QtCore import QTimer
+    from PySide6.QtCore import QTimer
 
+    # After a crash: with a flow named, offer its newer autosave (if any); on
+    # a plain start, the newest autosave of any flow.
+    if not flow:
         QTimer.singleShot(300, window.offer_recovery)
+    elif window.document.path is not None:
+        opened = window.document.path
+        QTimer.singleShot(300, lambda: window.offer_recovery(opened))
     return _exec(app)
 
 

@@ -1,7 +1,10 @@
 """Crash recovery: while a flow has unsaved changes, a copy is written every
 few seconds to a recovery file under the data dir; saving or closing
 cleanly deletes it. A recovery file whose process is gone is what a crash
-left behind, and the next start offers to reopen it.
+left behind: the next plain start offers to reopen it, and so does opening
+the file it belongs to, however it is opened (command line, File > Open,
+recent files). A recovery file older than its flow file (the file was saved
+after it, by another window or program) is not offered, and is kept.
 
 Recovery files are written atomically (runtime.flow.write_atomic), so a
 crash during an autosave leaves the previous copy, never half a file."""
@@ -64,6 +67,20 @@ class Recovery:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.saved_at))
         return f"{name} (autosaved {when})"
 
+    @property
+    def superseded(self) -> bool:
+        """The flow file was written after this copy: offering the copy
+        would put older work over newer."""
+        if self.original is None:
+            return False
+        try:
+            return self.original.stat().st_mtime > self.saved_at
+        except OSError:
+            return False  # gone or unreadable: the copy is all there is
+
+    def is_for(self, path: str | Path) -> bool:
+        return self.original is not None and _same_file(self.original, Path(path))
+
     def discard(self) -> None:
         try:
             self.file.unlink()
@@ -71,9 +88,19 @@ class Recovery:
             pass
 
 
-def find_recoverable(directory: Path | None = None) -> list[Recovery]:
-    """Recovery files left by processes that are gone, newest first.
-    Unreadable ones are skipped (and kept, for a person to look at)."""
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a.absolute() == b.absolute()
+
+
+def find_recoverable(directory: Path | None = None, *,
+                     path: str | Path | None = None) -> list[Recovery]:
+    """Recovery files left by processes that are gone, newest first; with
+    ``path``, only those of that flow file. Copies older than their flow file
+    are left out (see Recovery.superseded). Unreadable ones are skipped (and
+    kept, for a person to look at)."""
     directory = directory or recovery_dir()
     found = []
     for f in sorted(directory.glob("recovery-*.json")):
@@ -87,9 +114,12 @@ def find_recoverable(directory: Path | None = None) -> list[Recovery]:
                 continue
             flow = parse_flow(data["flow"], str(f))
             original = Path(data["path"]) if data.get("path") else None
-            found.append(Recovery(f, flow, original, float(data.get("saved_at", mtime))))
+            recovery = Recovery(f, flow, original, float(data.get("saved_at", mtime)))
         except Exception:  # a damaged recovery file must not stop the start
             continue
+        if recovery.superseded or (path is not None and not recovery.is_for(path)):
+            continue
+        found.append(recovery)
     return sorted(found, key=lambda r: r.saved_at, reverse=True)
 
 
@@ -132,7 +162,8 @@ class Autosave(QObject):
             "format": RECOVERY_FORMAT,
             "pid": os.getpid(),
             "saved_at": time.time(),
-            "path": str(self.doc.path) if self.doc.path else None,
+            # Absolute: the next start may run from another directory.
+            "path": str(Path(self.doc.path).absolute()) if self.doc.path else None,
             "flow": self.doc.flow.to_json(),
         }
         try:

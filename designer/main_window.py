@@ -7,7 +7,9 @@ document, so the scene, panels and autosave stay connected to it."""
 
 from __future__ import annotations
 
+import html
 import logging
+import time
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
@@ -432,11 +434,14 @@ class MainWindow(QMainWindow):
         if path:
             self.open_path(path)
 
-    def open_path(self, path: str | Path, *, as_copy: bool = False, ask: bool = True) -> bool:
+    def open_path(self, path: str | Path, *, as_copy: bool = False, ask: bool = True,
+                  recover: bool = True) -> bool:
         """Open a flow file in this window. A file that cannot be read opens
         a dialog naming every problem; the current flow stays as it was.
         ``as_copy`` opens it untitled (the welcome example must not be
-        overwritten by Save)."""
+        overwritten by Save). When a crashed designer left a newer autosave
+        of the file, it is offered (``recover=False``: the caller offers it
+        later, see offer_recovery)."""
         if ask and not self.maybe_save():
             return False
         path = Path(path)
@@ -454,6 +459,8 @@ class MainWindow(QMainWindow):
         self.scene.clearSelection()
         QTimer.singleShot(0, self.view.fit_all)
         self.view.fit_all()
+        if recover and not as_copy:
+            self.offer_recovery(path)
         return True
 
     def save(self) -> bool:
@@ -517,16 +524,32 @@ class MainWindow(QMainWindow):
             menu.addAction("Clear Recent", lambda: settings().setValue("recent_files", []))
 
     # -- crash recovery -------------------------------------------------------------
-    def offer_recovery(self) -> bool:
-        found = find_recoverable(self.autosave.directory)
+    def offer_recovery(self, path: str | Path | None = None) -> bool:
+        """Offer the newest autosave a crashed designer left behind; with
+        ``path``, the newest of that flow file (just opened), if it is newer
+        than the file. Yes opens the recovered copy, unsaved; No keeps what
+        is open and deletes the copy. True when work was recovered."""
+        found = find_recoverable(self.autosave.directory, path=path)
         if not found:
             return False
         newest = found[0]
+        if path is None:
+            text = f"Switchboard did not close properly last time. Recover {newest.title}?"
+        else:
+            # Rich text: the name stands out, and the date never wraps apart.
+            when = time.strftime("%Y-%m-%d&nbsp;%H:%M", time.localtime(newest.saved_at))
+            text = (f"<p><b>{html.escape(Path(path).name)}</b> has unsaved changes from a "
+                    f"session that did not close properly (autosaved {when}). "
+                    "Recover them?</p>"
+                    "<p><b>Yes</b> opens the recovered changes, not yet saved.<br>"
+                    "<b>No</b> opens the file as last saved and deletes the autosave.</p>")
         answer = QMessageBox.question(
-            self, "Recover unsaved work",
-            f"Switchboard did not close properly last time. Recover {newest.title}?",
+            self, "Recover unsaved work", text,
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
             QMessageBox.StandardButton.Yes)
+        # Older copies of the same file are outdated by the newest, either way.
+        for older in found[1:] if path is not None else ():
+            older.discard()
         if answer == QMessageBox.StandardButton.Yes:
             self.recover(newest)
             return True

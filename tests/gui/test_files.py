@@ -3,16 +3,28 @@ files, recent files, unsaved-changes prompts, autosave and crash recovery."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from designer import theme
 from designer.autosave import RECOVERY_FORMAT, find_recoverable
 from designer.commands import AddNode, new_node
-from runtime.flow import load_flow
+from designer.main_window import FLOW_FILTER
+from runtime.flow import load_flow, parse_flow
+from runtime.registry import Registry
+from tests.conftest import EXAMPLES, ROOT
 from tests.gui.editor_fixtures import *  # noqa: F401,F403
 from tests.gui.editor_fixtures import add, wire
 
@@ -222,3 +234,171 @@ def test_live_and_damaged_recovery_files_are_left_alone(window, qtbot):
     auto.tick()  # our own, live process: not offered
     (auto.directory / "recovery-1-1.json").write_text("{ damaged", encoding="utf-8")
     assert find_recoverable(auto.directory) == []
+
+
+# -- recovery when the crashed file is opened again ---------------------------------
+
+CRASH_SCRIPT = """
+import os, signal, sys
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+from designer.commands import AddNode, new_node
+from designer.main_window import MainWindow
+w = MainWindow(restore_layout=False)
+w.show()
+assert w.open_path(sys.argv[1], ask=False)
+doc = w.document
+doc.undo_stack.push(AddNode(doc, new_node(doc, "core.debug", (700, 400))))
+assert w.autosave.tick()  # what the autosave timer does every few seconds
+print(w.autosave.path, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def edited_then_killed(flow_file: Path) -> tuple[Path, str]:
+    """Open ``flow_file`` in a real designer process, add a node, let the
+    autosave write, then kill -9 the process. Returns the recovery file and
+    the unsaved flow it holds (as Flow.dumps())."""
+    # The file is older than anything the designer writes, whatever the clock.
+    old = time.time() - 3600
+    os.utime(flow_file, (old, old))
+    proc = subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(flow_file)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    recovery = Path(proc.stdout.strip())
+    data = json.loads(recovery.read_text(encoding="utf-8"))
+    assert data["path"] == str(flow_file)
+    unsaved = parse_flow(data["flow"])
+    assert len(unsaved.nodes) == len(load_flow(flow_file, validate=False).nodes) + 1
+    return recovery, unsaved.dumps()
+
+
+@pytest.fixture
+def hello(tmp_path) -> Path:
+    path = tmp_path / "hello.flow.json"
+    shutil.copy(EXAMPLES / "hello.flow.json", path)
+    return path
+
+
+@pytest.fixture
+def real_window(make_window):
+    """A main window over the real node registry."""
+    from designer.document import FlowDocument
+
+    return make_window(FlowDocument(registry=Registry.default()))
+
+
+def open_with_file_dialog(window, path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    monkeypatch.setattr(QFileDialog, "getOpenFileName",
+                        staticmethod(lambda *a, **k: (str(path), FLOW_FILTER)))
+    window.open_action.trigger()
+
+
+def open_from_recent_menu(window, path, monkeypatch):
+    window.add_recent(path)
+    menu = window.recent_menu
+    menu.aboutToShow.emit()  # what showing the menu does: fill it
+    [action] = [a for a in menu.actions() if a.statusTip() == str(path.resolve())]
+    action.trigger()
+
+
+def open_by_path(window, path, monkeypatch):
+    assert window.open_path(path)
+
+
+@pytest.mark.parametrize("how", [open_with_file_dialog, open_from_recent_menu, open_by_path])
+def test_opening_a_crashed_file_offers_its_autosave(how, real_window, hello, dialogs,
+                                                   monkeypatch, qtbot):
+    recovery, unsaved = edited_then_killed(hello)
+    dialogs.answer = QMessageBox.StandardButton.Yes
+    how(real_window, hello, monkeypatch)
+    [(kind, title, text)] = dialogs.calls
+    assert kind == "question" and title == "Recover unsaved work"
+    assert "hello.flow.json" in text and "Recover" in text
+    doc = real_window.document
+    assert doc.flow.dumps() == unsaved
+    assert doc.path == hello and doc.modified and real_window.isWindowModified()
+    assert not recovery.exists()
+    assert real_window.autosave.path.exists()  # the recovered work is protected again
+
+
+def test_declining_keeps_the_saved_file_and_deletes_the_copy(real_window, hello, dialogs,
+                                                            qtbot):
+    recovery, unsaved = edited_then_killed(hello)
+    saved = load_flow(hello, validate=False).dumps()
+    dialogs.answer = QMessageBox.StandardButton.No
+    assert real_window.open_path(hello)
+    assert dialogs.calls[-1][1] == "Recover unsaved work"
+    assert real_window.document.flow.dumps() == saved != unsaved
+    assert not real_window.document.modified
+    assert not recovery.exists()
+    # Asked once: opening it again asks nothing.
+    assert real_window.open_path(hello)
+    assert len(dialogs.calls) == 1
+
+
+def test_an_autosave_older_than_the_file_is_not_offered(real_window, hello, dialogs, qtbot):
+    recovery, unsaved = edited_then_killed(hello)
+    # The file was saved after the autosave (by another window, say).
+    flow = load_flow(hello, validate=False)
+    flow.name = "Saved later"
+    hello.write_text(flow.dumps(), encoding="utf-8")
+    later = json.loads(recovery.read_text(encoding="utf-8"))["saved_at"] + 60
+    os.utime(hello, (later, later))
+    assert real_window.open_path(hello)
+    assert dialogs.calls == []
+    assert real_window.document.flow.name == "Saved later"
+    assert not real_window.document.modified
+    assert recovery.exists()  # not offered, not deleted either
+    assert not real_window.offer_recovery()  # nor on a plain start
+    assert dialogs.calls == []
+
+
+def test_opening_another_file_does_not_offer_the_autosave(real_window, hello, tmp_path,
+                                                          dialogs, qtbot):
+    recovery, _ = edited_then_killed(hello)
+    other = tmp_path / "other.flow.json"
+    shutil.copy(hello, other)
+    assert real_window.open_path(other)
+    assert dialogs.calls == []
+    assert recovery.exists()
+
+
+def test_design_file_on_the_command_line_offers_its_autosave(hello, dialogs, data_dir,
+                                                             monkeypatch, qtbot):
+    """`switchboard design FILE` after a kill -9: the window opens on the
+    file, then offers the autosave; yes restores the unsaved work."""
+    import designer.app as app_module
+    from designer.app import run_designer
+    from designer.main_window import MainWindow
+
+    recovery, unsaved = edited_then_killed(hello)
+    dialogs.answer = QMessageBox.StandardButton.Yes
+    seen = {}
+
+    def event_loop(app):
+        # Stands in for the real event loop: let it run until the offer came.
+        qtbot.waitUntil(lambda: bool(dialogs.calls), timeout=10_000)
+        [window] = [w for w in QApplication.topLevelWidgets()
+                    if isinstance(w, MainWindow) and w.isVisible()]
+        seen.update(flow=window.document.flow.dumps(), path=window.document.path,
+                    modified=window.document.modified, calls=list(dialogs.calls))
+        window.document.undo_stack.setClean()
+        window.close()
+        window.deleteLater()
+        return 0
+
+    monkeypatch.setattr(app_module, "_exec", event_loop)
+    args = argparse.Namespace(command="design", flow=str(hello), screenshot=None, size=None,
+                              theme="light")
+    try:
+        assert run_designer(args) == 0
+    finally:
+        theme.apply(QApplication.instance(), theme.LIGHT)
+    [(kind, title, text)] = seen["calls"]
+    assert kind == "question" and "hello.flow.json" in text
+    assert seen["flow"] == unsaved
+    assert Path(seen["path"]).resolve() == hello.resolve() and seen["modified"]
+    assert not recovery.exists()
