@@ -136,6 +136,21 @@ async def test_change_delete():
     assert msg["payload"] == {"b": 2} and "topic" not in msg
 
 
+@pytest.mark.parametrize("rule", [
+    {"action": "set", "path": "topic", "value": "t"},
+    {"action": "set", "path": "payload.a", "value": 1},
+    {"action": "set", "path": "payload", "value": {"x": []}},
+    {"action": "delete", "path": "payload.a"},
+    {"action": "move", "from": "payload", "path": "moved"},
+    {"action": "copy", "from": "payload", "path": "copied"},
+])
+async def test_a_change_node_with_one_rule_sends_the_message_on(rule):
+    # A single rule's closure is the node's whole on_message: whatever the
+    # rule's helper returns must not be taken for a port name.
+    msg = await change([rule], {"a": 1})
+    assert msg["_msgid"]
+
+
 async def test_change_move():
     msg = await change([{"action": "move", "from": "payload", "path": "order"}], {"id": 7})
     assert msg["order"] == {"id": 7} and "payload" not in msg

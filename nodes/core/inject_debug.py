@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from runtime.message import Message, get_path
+from runtime.message import Message, deep_copy, get_path, new_msgid
 from runtime.node import CUSTOM, DROP, Node, Param, node
 
 
@@ -34,9 +34,10 @@ class Inject(Node):
         return problems
 
     def make(self, i: int = 0) -> Message:
-        from runtime.message import deep_copy
-
-        return Message.new(deep_copy(self.payload.get()), topic=self.topic.get())
+        payload = self.payload.get()
+        if isinstance(payload, (dict, list)):
+            payload = deep_copy(payload)  # each message its own; str/number/bool are immutable
+        return Message(_msgid=new_msgid(), payload=payload, topic=self.topic.get())
 
     async def generate(self) -> None:
         count = self.count.get()

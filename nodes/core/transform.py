@@ -27,6 +27,10 @@ class Change(Node):
         super().__init__(*a, **kw)
         # Compile once into small closures: the hot path is one call per rule.
         self._ops = [_compile_rule(r) for r in (self.rules.get() or [])]
+        if len(self._ops) == 1:
+            # The usual change node has one rule: that closure is the whole
+            # on_message (it returns None: send on), one call per message.
+            self.on_message = self._ops[0]  # type: ignore[method-assign]
 
     def on_message(self, msg):
         for op in self._ops:
@@ -49,7 +53,10 @@ def _compile_rule(rule: dict) -> Any:
             return set_top
         return lambda msg: set_path(msg, path, value)
     if action == "delete":
-        return lambda msg: delete_path(msg, path)
+        def delete(msg: dict) -> None:  # not a lambda: on_message must return None
+            delete_path(msg, path)
+
+        return delete
     # Copying or moving a property the message does not have leaves the
     # target alone rather than writing null there.
     if action == "copy":
