@@ -89,7 +89,7 @@ class NodeRuntime:
     __slots__ = (
         "engine", "node", "id", "spec", "fnode", "on_message", "is_async", "sem", "routes",
         "out_routes", "next", "incoming", "n_in", "n_out", "errors", "active", "last_in",
-        "last_out", "budget", "deferred", "tool_targets", "disabled",
+        "last_out", "budget", "deferred", "gate", "tool_targets", "disabled",
     )
 
     def __init__(self, engine: Engine, fnode: FlowNode, spec: NodeSpec) -> None:
@@ -109,6 +109,10 @@ class NodeRuntime:
         self.last_out: deque = deque(maxlen=LAST_MESSAGES)
         self.budget = 0
         self.deferred = 0
+        # Nonzero while a message must not take the chain loop's fast path
+        # here: 1 for an async node, +1 while recording budget is left, +1
+        # per deferred message. One test per hop instead of three.
+        self.gate = 0
         self.tool_targets: list[str] = []  # for agents: node ids wired to `tools`
         self.disabled = fnode.disabled
         self.node: Node = None  # type: ignore[assignment]
@@ -128,6 +132,7 @@ class NodeRuntime:
         self.node = node
         self.on_message = node.on_message
         self.is_async = inspect.iscoroutinefunction(type(node).on_message)
+        self.gate += self.is_async
         if self.is_async and type(node).concurrency:
             self.sem = asyncio.Semaphore(type(node).concurrency)
 
@@ -153,6 +158,8 @@ class NodeRuntime:
 
     def record(self, store: deque, msg: dict) -> None:
         self.budget -= 1
+        if self.budget == 0:
+            self.gate -= 1
         store.append(to_jsonable(msg, limit=SNAPSHOT_LIMIT))
 
 
@@ -418,7 +425,7 @@ class Engine:
             return
         rt.n_in += 1
         while True:
-            if rt.is_async or rt.deferred or rt.budget > 0 or depth > MAX_DEPTH:
+            if rt.gate or depth > MAX_DEPTH:
                 self._deliver_slow(rt, msg, depth)
                 return
             try:
@@ -451,6 +458,7 @@ class Engine:
                 self._storm(rt)
                 return
             rt.deferred += 1
+            rt.gate += 1
             self._inflight += 1
             self._loop.call_soon(self._run_deferred, rt, msg)  # type: ignore[union-attr]
             return
@@ -464,6 +472,7 @@ class Engine:
 
     def _run_deferred(self, rt: NodeRuntime, msg: dict) -> None:
         rt.deferred -= 1
+        rt.gate -= 1
         if self._done.done() or self._past_deadline():  # type: ignore[union-attr]
             # stop() or the timeout ended the run: a loop must not go on
             # running nodes (after close(), in a long-lived designer loop).
@@ -644,6 +653,8 @@ class Engine:
         while True:
             if self._record:
                 for rt in self.nodes.values():
+                    if rt.budget <= 0:
+                        rt.gate += 1
                     rt.budget = LAST_MESSAGES
             await asyncio.sleep(STATS_INTERVAL)
             if self.bus.active:
