@@ -114,3 +114,80 @@ async def test_outbox_defaults_to_the_data_folder(data_dir):
     result, rec, _ = await run(flow)
     assert result.status == "ok", rec.of("node.error")
     assert len(list((data_dir / "outbox").glob("*.eml"))) == 1
+
+
+# -- bounds (issue 5) -------------------------------------------------------------
+
+@pytest.fixture
+def parsed(monkeypatch):
+    """The texts handed to getaddresses(), recorded."""
+    import nodes.mail as mail_mod
+
+    seen: list[int] = []
+    real = mail_mod.getaddresses
+
+    def recording(fields):
+        seen.append(sum(len(f) for f in fields))
+        return real(fields)
+
+    monkeypatch.setattr(mail_mod, "getaddresses", recording)
+    return seen
+
+
+async def test_too_many_recipients_are_refused_before_any_address_is_parsed(parsed, tmp_path):
+    many = ", ".join(f"user{i}@example.com" for i in range(20_000))
+    flow = mail_flow("x", to=fixed(many), subject=fixed("s"), body=fixed("b"),
+                     delivery=fixed("outbox"), outbox_dir=fixed(str(tmp_path)))
+    result, rec, _ = await run(flow)
+    assert result.status == "error"
+    assert rec.of("node.error")[0].message == (
+        "to: too many recipients: a mail goes to at most max_recipients=100 addresses "
+        "(to and cc together)")
+    assert parsed == []  # refused on a count, not after parsing 20,000 addresses
+    assert not list(tmp_path.glob("*.eml"))
+
+
+@pytest.mark.parametrize(("to", "cc", "ok"), [
+    ("a@example.com, b@example.com", "c@example.com", True),
+    ("a@example.com, b@example.com", "c@example.com, d@example.com", False),  # 4 > 3 together
+    (["a@example.com", "b@example.com", "c@example.com", "d@example.com"], "", False),
+    ('"Doe, John" <j@example.com>, "Roe, Jane" <r@example.com>', "x@example.com", True),
+])
+async def test_max_recipients_counts_to_and_cc_together(to, cc, ok, tmp_path):
+    flow = mail_flow({"to": to}, to={"scope": "message", "path": "payload.to"}, cc=fixed(cc),
+                     subject=fixed("s"), body=fixed("b"), delivery=fixed("outbox"),
+                     outbox_dir=fixed(str(tmp_path)), max_recipients=fixed(3))
+    result, rec, _ = await run(flow)
+    if ok:
+        assert result.status == "ok", rec.of("node.error")
+    else:
+        assert result.status == "error"
+        assert "max_recipients=3" in rec.of("node.error")[0].message
+
+
+async def test_too_many_recipients_from_the_ai_are_a_tool_error(parsed, tmp_path):
+    from tests.servers.flows import AI_SCOPE, agent_flow, scripted
+
+    many = ",".join(f"{i}@x.io" for i in range(20_000))  # under the 256 KB argument bound
+    flow = agent_flow(scripted([
+        {"tool_calls": [{"name": "send_email", "arguments": {"to": many, "subject": "s",
+                                                             "body": "b"}}]},
+        {"text": "done"}]),
+        [{"id": "mail", "type": "mail.send", "params": {
+            "to": AI_SCOPE, "subject": AI_SCOPE, "body": AI_SCOPE, "delivery": fixed("outbox"),
+            "outbox_dir": fixed(str(tmp_path))}}])
+    result, rec, _ = await run(flow)
+    assert result.status == "ok"
+    [r] = rec.of("tool.result")
+    assert r.status == "error" and "max_recipients=100" in r.error
+    assert parsed == []
+
+
+async def test_a_bad_address_is_quoted_at_most_200_characters():
+    flow = mail_flow("x", to=fixed("x" * 50_000), subject=fixed("s"), body=fixed("b"),
+                     delivery=fixed("outbox"))
+    result, rec, _ = await run(flow)
+    assert result.status == "error"
+    message = rec.of("node.error")[0].message
+    assert message.startswith("to: 'xxx") and message.endswith("…' is not an email address")
+    assert message.count("x") <= 200

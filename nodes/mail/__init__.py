@@ -16,6 +16,11 @@ from runtime.message import Message
 from runtime.node import AI, CUSTOM, MESSAGE, Node, NodeConfigError, Output, Param, Tool, node
 
 SMTP_TIMEOUT = 30.0
+DEFAULT_MAX_RECIPIENTS = 100
+#: Characters one address may take in a recipient list, display name and
+#: separator included (an address itself is at most 254).
+ADDRESS_CHARS = 1000
+QUOTE_LIMIT = 200
 
 
 @node("mail.send", name="Send Mail", category="Mail", icon="mail", color="#2e86c1",
@@ -43,6 +48,9 @@ class SendMail(Node):
     starttls = Param(bool, "Upgrade the connection with STARTTLS", default=False, allow=CUSTOM)
     outbox_dir = Param(str, "Folder for outbox delivery; empty: 'outbox' in Switchboard's data "
                        "folder", default="", allow=CUSTOM)
+    max_recipients = Param(int, "Most recipients (to and cc together) of one mail; more is "
+                           "refused before any address is parsed",
+                           default=DEFAULT_MAX_RECIPIENTS, allow=CUSTOM)
 
     message_id = Output(str, "Message-ID of the sent mail", path="message_id")
     accepted = Output("json", "Recipients the server accepted", path="accepted")
@@ -54,16 +62,20 @@ class SendMail(Node):
         port = params.get("smtp_port")
         if port is not None and isinstance(port.value, int) and not 0 < port.value < 65536:
             problems.append(("smtp_port", "smtp_port must be 1-65535"))
+        limit = params.get("max_recipients")
+        if limit is not None and isinstance(limit.value, int) and limit.value < 1:
+            problems.append(("max_recipients", "max_recipients must be at least 1"))
         return problems
 
     async def on_message(self, msg: Message) -> None:
-        to = _addresses("to", self.to.get(msg))
+        limit = int(self.max_recipients.get() or DEFAULT_MAX_RECIPIENTS)
+        to = _addresses("to", self.to.get(msg), limit)
         if not to:
             raise NodeConfigError("to: no recipient")
-        cc = _addresses("cc", self.cc.get(msg))
+        cc = _addresses("cc", self.cc.get(msg), limit, used=len(to))
         sender = _one_line("sender", self.sender.get(msg))
-        if len(_addresses("sender", sender)) != 1:
-            raise NodeConfigError(f"sender: '{sender}' is not one email address")
+        if len(_addresses("sender", sender, 1)) != 1:
+            raise NodeConfigError(f"sender: '{_quote(sender)}' is not one email address")
         mail = EmailMessage()
         mail["From"] = sender
         mail["To"] = ", ".join(to)
@@ -137,19 +149,45 @@ def _one_line(name: str, value: Any) -> str:
     return text
 
 
-def _addresses(name: str, value: Any) -> list[str]:
+def _addresses(name: str, value: Any, limit: int, used: int = 0) -> list[str]:
+    """The addresses in ``value`` (text, comma-separated, or a list); with
+    the ``used`` ones before, at most ``limit``. Too many is refused before
+    anything is parsed: the length of the text and a count of separators
+    bound the number cheaply (parsing 20,000 addresses blocks the event loop
+    for seconds)."""
     if value is None or value == "":
         return []
+    room = limit - used
     if isinstance(value, list):
+        if len(value) > room:
+            raise _too_many(name, limit, value)
         value = ", ".join(str(v) for v in value)
     text = _one_line(name, value)
+    # Each address holds an '@' and addresses are separated by commas: the
+    # smaller count is at least the number of addresses getaddresses() finds.
+    if len(text) > max(room, 1) * ADDRESS_CHARS or min(text.count(",") + 1, text.count("@")) > room:
+        raise _too_many(name, limit, text)
     out = []
     for display, addr in getaddresses([text]):
         if not addr or addr.count("@") != 1 or " " in addr or addr.startswith("@") \
                 or addr.endswith("@"):
-            raise NodeConfigError(f"{name}: '{addr or text}' is not an email address")
+            raise NodeConfigError(f"{name}: '{_quote(addr or text)}' is not an email address")
         out.append(f"{display} <{addr}>" if display else addr)
+    if len(out) > room:
+        raise _too_many(name, limit, text)
     return out
+
+
+def _too_many(name: str, limit: int, value: Any) -> NodeConfigError:
+    if name == "sender":
+        return NodeConfigError(f"sender: '{_quote(str(value))}' is not one email address")
+    return NodeConfigError(f"{name}: too many recipients: a mail goes to at most "
+                           f"max_recipients={limit} addresses (to and cc together)")
+
+
+def _quote(text: str) -> str:
+    """A value as an error may quote it: at most QUOTE_LIMIT characters."""
+    return text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT] + "…"
 
 
 def _bare(address: str) -> str:
