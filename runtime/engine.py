@@ -424,6 +424,10 @@ class Engine:
         if rt.disabled:
             return
         rt.n_in += 1
+        self._chain(rt, msg, depth)
+
+    def _chain(self, rt: NodeRuntime, msg: dict, depth: int) -> None:
+        """_deliver's loop, for a message already counted in at ``rt``."""
         while True:
             if rt.gate or depth > MAX_DEPTH:
                 self._deliver_slow(rt, msg, depth)
@@ -549,6 +553,17 @@ class Engine:
         # an unknown number of inline hops; each such nesting level gets half
         # the depth budget, so the stack stays bounded even in a loop.
         nesting = self._send_nesting
+        wire = rt.next
+        if wire is not None and not nesting and port == "out" and not rt.gate:
+            # A source's message onto its one wire: straight into the chain
+            # loop (the wire's count stands for rt's out and the target's in).
+            self._send_nesting = 1
+            try:
+                wire.fast += 1
+                self._chain(wire.target, msg, 1)
+            finally:
+                self._send_nesting = 0
+            return
         self._send_nesting = nesting + 1
         try:
             self._forward(rt, msg, port if port != "out" else None,

@@ -106,3 +106,36 @@ async def test_overloaded_is_retried_then_fails_with_provider_and_status(llm):
     assert message.startswith("anthropic: HTTP 500: Internal server error")
     assert len(llm.requests) == 2
     assert API_KEY not in rec.dump()
+
+
+# -- hardening (issue 5) --------------------------------------------------------
+
+async def test_request_timeout_and_retry_wait_reach_the_anthropic_client(llm, monkeypatch):
+    import threading
+
+    from runtime.agent import base
+
+    asked: list[float] = []
+
+    async def record(seconds: float) -> None:
+        asked.append(seconds)
+
+    monkeypatch.setattr(base, "_sleep", record, raising=False)
+    llm.replies = [(529, error_body("anthropic", 529, "Overloaded"), {"retry-after": "45"})]
+    result, rec, _ = await run(agent_flow(anthropic_agent(llm, max_retry_wait_seconds=30), []))
+    assert rec.of("node.error")[0].message == (
+        "anthropic: HTTP 529: Overloaded (the server asked to retry after 45 s, more than "
+        "max_retry_wait_seconds=30)")
+    assert asked == []
+
+    release = threading.Event()
+    llm.replies = lambda kind, body: (release.wait(10), anthropic_reply("late"))[1]
+    try:
+        flow = agent_flow(anthropic_agent(llm, request_timeout_seconds=0.5, retries=0), [])
+        result, rec, _ = await run(flow)
+    finally:
+        release.set()
+    assert result.status == "error"
+    assert rec.of("node.error")[0].message == (
+        "anthropic: request failed: timed out: the server did not answer within "
+        "request_timeout_seconds=0.5")

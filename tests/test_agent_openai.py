@@ -183,3 +183,72 @@ async def test_a_fixed_recipient_cannot_be_changed_by_the_model(llm, smtp):
     [got] = smtp.received
     assert got["rcpt_tos"] == ["ops@example.com"]
     assert got["message"]["Subject"] == "Status"
+
+
+# -- hardening (issue 5) --------------------------------------------------------
+
+@pytest.fixture
+def sleeps(monkeypatch):
+    """The waits between attempts, recorded instead of slept."""
+    from runtime.agent import base
+
+    asked: list[float] = []
+
+    async def record(seconds: float) -> None:
+        asked.append(seconds)
+
+    monkeypatch.setattr(base, "_sleep", record, raising=False)
+    return asked
+
+
+@pytest.mark.parametrize(("header", "value", "wait"), [("retry-after", "7", 7.0),
+                                                      ("retry-after-ms", "1500", 1.5)])
+async def test_retry_after_is_honoured_in_full(llm, sleeps, header, value, wait):
+    llm.replies = [(429, error_body("openai", 429, "slow down"), {header: value}),
+                   openai_reply("fine")]
+    result, rec, _ = await run(agent_flow(openai_agent(llm), []))
+    assert result.status == "ok", rec.of("node.error")
+    assert sleeps == [wait]  # what the server asked, not a shorter backoff
+    assert len(llm.requests) == 2
+
+
+async def test_retry_after_past_max_retry_wait_fails_at_once(llm, sleeps):
+    llm.replies = [(429, error_body("openai", 429, "slow down"), {"retry-after": "45"}),
+                   openai_reply("too early")]
+    flow = agent_flow(openai_agent(llm, max_retry_wait_seconds=30), [])
+    result, rec, _ = await run(flow)
+    assert result.status == "error"
+    assert rec.of("node.error")[0].message == (
+        "openai: HTTP 429: slow down (the server asked to retry after 45 s, more than "
+        "max_retry_wait_seconds=30)")
+    assert sleeps == [] and len(llm.requests) == 1  # not retried early
+
+
+async def test_backoff_without_retry_after_stays_within_max_retry_wait(llm, sleeps, monkeypatch):
+    monkeypatch.setenv("SWITCHBOARD_RETRY_BASE", "10")
+    llm.replies = [(503, error_body("openai", 503, "busy")), openai_reply("ok")]
+    result, rec, _ = await run(agent_flow(openai_agent(llm, max_retry_wait_seconds=2), []))
+    assert result.status == "ok", rec.of("node.error")
+    assert sleeps == [2.0]
+
+
+async def test_a_stalled_server_fails_naming_request_timeout_seconds(llm):
+    import threading
+
+    release = threading.Event()
+
+    def stall(kind, body):
+        release.wait(10)  # far past the timeout; released when the test ends
+        return openai_reply("too late")
+
+    llm.replies = stall
+    try:
+        flow = agent_flow(openai_agent(llm, request_timeout_seconds=0.5, retries=0), [])
+        result, rec, engine = await run(flow)
+    finally:
+        release.set()
+    assert result.status == "error"
+    assert rec.of("node.error")[0].message == (
+        "openai: request failed: timed out: the server did not answer within "
+        "request_timeout_seconds=0.5")
+    assert len(llm.requests) == 1

@@ -379,6 +379,10 @@ async def test_stats_event_counts_nodes_and_wires():
     assert stats.nodes["sw"]["in"] == 4 and stats.nodes["sw"]["out"] == 0  # "" != "x"
     assert stats.wires == {"0": 4, "1": 4, "2": 0}
     assert stats.last["r"]["in"]  # recorded because someone listens
+    # The fast paths (a source's send, the chain loop) still record: a node
+    # keeps its first messages of the tick (LAST_MESSAGES, in and out together).
+    assert len(stats.last["src"]["out"]) == 4
+    assert stats.last["r"]["out"] and stats.last["sw"]["in"]
 
 
 async def test_trace_emits_message_sent_per_hop():

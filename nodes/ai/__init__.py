@@ -61,6 +61,11 @@ class Agent(Node):
                                  allow=CUSTOM)
     retries = Param(int, "Retries of an LLM request after HTTP 429/5xx or a dropped connection",
                     default=3, allow=CUSTOM)
+    max_retry_wait_seconds = Param(float, "Longest wait a server may ask for (Retry-After) "
+                                   "before a retry; asked for more, the request fails at once",
+                                   default=60.0, allow=CUSTOM)
+    request_timeout_seconds = Param(float, "Time limit of one LLM request", default=120.0,
+                                    allow=CUSTOM)
     script = Param("json", 'scripted provider: the turns to play, e.g. [{"tool_calls": [{"name": '
                    '"send_email", "arguments": {...}}]}, {"text": "Done"}]', default=[],
                    allow=CUSTOM)
@@ -83,10 +88,14 @@ class Agent(Node):
 
             problems += [("script", p) for p in script_problems(script.value)]
         for name, low in (("max_turns", 1), ("max_tokens", 1), ("retries", 0),
-                          ("tool_timeout_seconds", 0)):
+                          ("tool_timeout_seconds", 0), ("max_retry_wait_seconds", 0)):
             p = params.get(name)
             if p is not None and isinstance(p.value, (int, float)) and p.value < low:
                 problems.append((name, f"{name} must be at least {low}"))
+        p = params.get("request_timeout_seconds")
+        if p is not None and isinstance(p.value, (int, float)) and p.value <= 0:
+            problems.append(("request_timeout_seconds", "request_timeout_seconds must be more "
+                             "than 0"))
         return problems
 
     def __init__(self, *a: Any, **kw: Any) -> None:
@@ -112,7 +121,9 @@ class Agent(Node):
                 f"api_key_env: environment variable {env} is not set; set it to your {kind} API "
                 f"key (or give a base URL of a local server that needs none)")
         return make_provider(kind, api_key=key, base_url=base_url,
-                             retries=max(0, int(self.retries.get())))
+                             retries=max(0, int(self.retries.get())),
+                             request_timeout=float(self.request_timeout_seconds.get()),
+                             max_retry_wait=max(0.0, float(self.max_retry_wait_seconds.get())))
 
     def _get_bridge(self):
         if self._bridge is None and self._rt is not None:

@@ -5,18 +5,29 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .base import LlmReply, Provider, ToolCallRequest, sdk_error, with_retries
+from .base import (
+    DEFAULT_MAX_RETRY_WAIT,
+    DEFAULT_REQUEST_TIMEOUT,
+    LlmReply,
+    Provider,
+    ToolCallRequest,
+    sdk_error,
+    with_retries,
+)
 
 
 class AnthropicProvider(Provider):
     name = "anthropic"
 
     def __init__(self, *, api_key: str, base_url: str | None = None, retries: int = 3,
-                 request_timeout: float = 120.0) -> None:
+                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+                 max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT) -> None:
         import anthropic
 
         self._anthropic = anthropic
         self.retries = retries
+        self.request_timeout = request_timeout
+        self.max_retry_wait = max_retry_wait
         self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url or None,
                                                max_retries=0, timeout=request_timeout)
 
@@ -32,10 +43,11 @@ class AnthropicProvider(Provider):
         an = self._anthropic
 
         def classify(exc: BaseException):
-            return sdk_error(exc, an.APIStatusError, an.APIConnectionError)
+            return sdk_error(exc, an.APIStatusError, an.APIConnectionError,
+                             an.APITimeoutError, self.request_timeout)
 
         resp = await with_retries(self.name, lambda: self.client.messages.create(**kwargs),
-                                  classify, self.retries)
+                                  classify, self.retries, self.max_retry_wait)
         return from_anthropic(resp)
 
     async def aclose(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,12 @@ from ..node import NodeConfigError, redact
 #: Seconds before the first retry; doubled each time. Tests set it tiny.
 RETRY_BASE_ENV = "SWITCHBOARD_RETRY_BASE"
 DEFAULT_RETRY_BASE = 0.5
+#: Longest backoff between two attempts when the server names no delay.
 MAX_RETRY_DELAY = 30.0
+#: Longest Retry-After honoured (the agent's max_retry_wait_seconds).
+DEFAULT_MAX_RETRY_WAIT = 60.0
+#: Seconds one LLM request may take (the agent's request_timeout_seconds).
+DEFAULT_REQUEST_TIMEOUT = 120.0
 
 # The neutral conversation the loop keeps (providers translate it):
 #   {"role": "user", "content": str}
@@ -67,12 +73,19 @@ def retry_base() -> float:
         return DEFAULT_RETRY_BASE
 
 
+async def _sleep(seconds: float) -> None:
+    """The wait between attempts (a test replaces it to record the delays)."""
+    await asyncio.sleep(seconds)
+
+
 async def with_retries(provider: str, attempt: Callable[[], Awaitable[Any]],
                        classify: Callable[[BaseException], tuple[int | None, bool, str] | None],
-                       retries: int) -> Any:
+                       retries: int, max_wait: float = DEFAULT_MAX_RETRY_WAIT) -> Any:
     """Run ``attempt``; on a retryable failure (HTTP 429, 5xx, a dropped
-    connection) wait base * 2**n (with jitter, or the server's Retry-After
-    when it is shorter than the cap) and try again, ``retries`` times.
+    connection) wait and try again, ``retries`` times. The wait is what the
+    server asked for (Retry-After), or else base * 2**n with jitter (at most
+    MAX_RETRY_DELAY). A server that asks for more than ``max_wait`` seconds
+    is not retried early: the call fails at once, saying so.
     ``classify(exc)`` -> (status, retryable, message), or None for an error
     that is not the provider's (re-raised as is)."""
     n = 0
@@ -91,31 +104,62 @@ async def with_retries(provider: str, attempt: Callable[[], Awaitable[Any]],
                     message = f"{message} (gave up after {n + 1} attempts)"
                 raise ProviderError(provider, message, status) from None
             delay = retry_after(exc)
+            if delay is not None and delay > max_wait:
+                raise ProviderError(provider, f"{message} (the server asked to retry after "
+                                    f"{delay:g} s, more than max_retry_wait_seconds={max_wait:g})",
+                                    status) from None
             if delay is None:
-                delay = retry_base() * (2 ** n) * (1 + random.random() / 4)
-            await asyncio.sleep(min(delay, MAX_RETRY_DELAY))
+                delay = min(retry_base() * (2 ** n) * (1 + random.random() / 4), MAX_RETRY_DELAY,
+                            max_wait)
+            await _sleep(delay)
             n += 1
 
 
 def retry_after(exc: BaseException) -> float | None:
+    """The delay the server asked for, in seconds: ``retry-after-ms`` (sent
+    by OpenAI), ``retry-after`` in seconds or as an HTTP date; None if it
+    named none (or nonsense)."""
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     if not headers:
         return None
-    value = headers.get("retry-after")
     try:
-        return min(float(value), retry_base() * 64) if value is not None else None
-    except ValueError:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            value = float(ms) / 1000
+            return value if value >= 0 else None
+    except (TypeError, ValueError):
+        pass
+    raw = headers.get("retry-after")
+    if raw is None:
         return None
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        from email.utils import parsedate_to_datetime
+
+        try:
+            when = parsedate_to_datetime(str(raw))
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        return max(0.0, when.timestamp() - time.time())
+    return value if value >= 0 and value == value else None
 
 
-def sdk_error(exc: BaseException, status_error: type, conn_error: type) -> tuple[int | None, bool, str] | None:
+def sdk_error(exc: BaseException, status_error: type, conn_error: type,
+              timeout_error: type | None = None,
+              request_timeout: float | None = None) -> tuple[int | None, bool, str] | None:
     """Classify an OpenAI/Anthropic SDK exception (both SDKs share a shape)."""
     if isinstance(exc, status_error):
         status = getattr(exc, "status_code", None)
         retryable = status == 429 or (status is not None and status >= 500)
         return status, retryable, _short(_status_message(exc))
-    if isinstance(exc, conn_error):  # includes timeouts
+    if timeout_error is not None and isinstance(exc, timeout_error):
+        limit = f" within request_timeout_seconds={request_timeout:g}" if request_timeout else ""
+        return None, True, f"timed out: the server did not answer{limit}"
+    if isinstance(exc, conn_error):
         return None, True, _short(str(exc) or type(exc).__name__)
     return None
 

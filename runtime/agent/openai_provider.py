@@ -7,18 +7,29 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .base import LlmReply, Provider, ToolCallRequest, sdk_error, with_retries
+from .base import (
+    DEFAULT_MAX_RETRY_WAIT,
+    DEFAULT_REQUEST_TIMEOUT,
+    LlmReply,
+    Provider,
+    ToolCallRequest,
+    sdk_error,
+    with_retries,
+)
 
 
 class OpenAIProvider(Provider):
     name = "openai"
 
     def __init__(self, *, api_key: str, base_url: str | None = None, retries: int = 3,
-                 request_timeout: float = 120.0) -> None:
+                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+                 max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT) -> None:
         import openai
 
         self._openai = openai
         self.retries = retries
+        self.request_timeout = request_timeout
+        self.max_retry_wait = max_retry_wait
         # The SDK's own retries are off: ours log nothing and back off as
         # configured (tests keep it tiny).
         self.client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None,
@@ -35,10 +46,11 @@ class OpenAIProvider(Provider):
         oa = self._openai
 
         def classify(exc: BaseException):
-            return sdk_error(exc, oa.APIStatusError, oa.APIConnectionError)
+            return sdk_error(exc, oa.APIStatusError, oa.APIConnectionError,
+                             oa.APITimeoutError, self.request_timeout)
 
         resp = await with_retries(self.name, lambda: self.client.chat.completions.create(**kwargs),
-                                  classify, self.retries)
+                                  classify, self.retries, self.max_retry_wait)
         return from_openai(resp)
 
     async def aclose(self) -> None:

@@ -4,8 +4,10 @@ messages (``POST /v1/messages``, ``tool_use`` blocks). The official SDKs talk
 HTTP to it exactly as they would to the real services.
 
 A test gives it replies: a list (played in order) of response bodies, or of
-``(status, body)`` to play errors, or a function ``(kind, request) -> body``.
-Every request is recorded (path, headers, parsed JSON body)."""
+``(status, body)`` / ``(status, body, headers)`` to play errors (a 429 with
+``Retry-After``), or a function ``(kind, request) -> body`` (called outside
+the server's lock, so one that waits, to play a stalled server, holds up no
+other request). Every request is recorded (path, headers, parsed JSON body)."""
 
 from __future__ import annotations
 
@@ -87,14 +89,16 @@ class LlmServer:
                 else:
                     self._send(404, {"error": {"message": f"no route {path}"}})
                     return
-                status, payload = server._next(kind, body, dict(self.headers), path)
-                self._send(status, payload)
+                status, payload, headers = server._next(kind, body, dict(self.headers), path)
+                self._send(status, payload, headers)
 
-            def _send(self, status: int, payload: Any) -> None:
+            def _send(self, status: int, payload: Any, headers: dict | None = None) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, str(value))
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -112,20 +116,24 @@ class LlmServer:
     def anthropic_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def _next(self, kind: str, body: dict, headers: dict, path: str) -> tuple[int, Any]:
+    def _next(self, kind: str, body: dict, headers: dict, path: str) -> tuple[int, Any, dict]:
         with self._lock:
             self.requests.append({"kind": kind, "path": path,
                                   "headers": {k.lower(): v for k, v in headers.items()},
                                   "body": body})
-            if callable(self.replies):
-                reply = self.replies(kind, body)
-            elif self.replies:
-                reply = self.replies.pop(0)
+            replies = self.replies
+            if callable(replies):
+                reply = None
+            elif replies:
+                reply = replies.pop(0)
             else:
                 reply = (500, error_body(kind, 500, "the test server has no reply left"))
+        if callable(replies):
+            reply = replies(kind, body)
         if isinstance(reply, tuple):
-            return reply
-        return 200, reply
+            status, payload, *extra = reply
+            return status, payload, (extra[0] if extra else {})
+        return 200, reply, {}
 
     def __enter__(self) -> LlmServer:
         self.thread.start()
