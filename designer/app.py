@@ -120,6 +120,10 @@ def _screenshot(app, window, path: Path, size: tuple[int, int]) -> int:
         heavy = [m for m in ("openai", "anthropic", "httpx", "grpc") if m in sys.modules]
         print(f"switchboard-timing shown {time.time():.6f}", file=sys.stderr)
         print("switchboard-timing modules " + " ".join(heavy), file=sys.stderr)
+        import resource
+
+        print(f"switchboard-timing rss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}",
+              file=sys.stderr)
     image = window.grab()
     path.parent.mkdir(parents=True, exist_ok=True)
     ok = image.save(str(path))
