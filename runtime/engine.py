@@ -626,7 +626,12 @@ class Engine:
     async def run_as_tool(self, node_id: str, msg: dict) -> dict:
         """Run one node's ``on_message`` in tool mode on ``msg`` (a
         ``tool_request`` whose arguments were already validated) and turn the
-        outcome into a ``tool_response``. Nothing flows on from the node."""
+        outcome into a ``tool_response``. Nothing flows on from the node.
+
+        A plain-function node that declares ``blocking`` runs in a thread;
+        any other plain function inline. An exception that is not a
+        NodeConfigError reaches the response only as its type and a generic
+        reason; its text goes to the ``node.error`` event."""
         rt = self.nodes[node_id]
         rt.n_in += 1
         if rt.budget > 0 and self._record:
@@ -640,6 +645,11 @@ class Engine:
                         await rt.on_message(msg)
                 else:
                     await rt.on_message(msg)
+            elif rt.node.blocking:
+                # In a thread, so that the caller's timeout can fire.
+                from .tools import run_in_thread
+
+                await run_in_thread(rt.on_message, msg)
             else:
                 rt.on_message(msg)
         except asyncio.CancelledError:
@@ -651,6 +661,12 @@ class Engine:
             if self.bus.active:
                 self.bus.publish(NodeError(node=rt.id, name=rt.node.name, message=text,
                                            msgid=msg.get("_msgid", ""), caught=True))
+            if not isinstance(exc, NodeConfigError):
+                # The LLM gets what a node author wrote for users; the raw
+                # text of anything else (paths, host names) stays in the
+                # node.error event and the inspector.
+                text = (f"{type(exc).__name__}: the tool failed unexpectedly; details are in "
+                        "the run's events")
             return tool_response(msg, error=text)
         finally:
             rt.active -= 1

@@ -406,6 +406,13 @@ class Node:
     #: Max concurrent ``on_message`` calls of an async node; 0 = unlimited,
     #: 1 keeps messages in order.
     concurrency: ClassVar[int] = 0
+    #: A plain-function ``on_message`` that may block (waits on I/O, a lock,
+    #: long CPU work). In tool mode it then runs in a worker thread under the
+    #: tool timeout, which fires on time (the thread itself cannot be killed;
+    #: its result is dropped). Left False, a plain function runs inline: the
+    #: author promises it returns quickly. From the thread, touch only the
+    #: message: no ``send``, status or debug.
+    blocking: ClassVar[bool] = False
 
     def __init__(
         self,

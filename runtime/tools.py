@@ -12,15 +12,24 @@ Validation is exact JSON Schema semantics (Draft 2020-12, as ``jsonschema``
 implements them). The schemas built here use a small subset (object of typed
 or enum properties, ``required``, ``additionalProperties: false``), which is
 compiled to a plain-Python check; a property test holds it equal to
-``jsonschema``. Refusal texts come from ``jsonschema`` itself, and a schema
-outside the subset is validated with ``jsonschema`` directly.
+``jsonschema``. Refusal texts are built here from ``jsonschema``'s errors,
+quoting at most ``QUOTE_LIMIT`` characters of any value, and a schema outside
+the subset is validated with ``jsonschema`` directly.
+
+Everything the AI controls is bounded (docs/tools.md, "Limits"): arguments
+nested deeper than ``MAX_ARG_DEPTH`` or larger than ``MAX_ARG_BYTES`` are
+refused before anything recurses into them, and one LLM turn runs at most
+``max_tool_calls_per_turn`` calls.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import itertools
 import json
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -53,6 +62,159 @@ if TYPE_CHECKING:
 #: What OpenAI (and most compatible servers) accept as a function name.
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DEFAULT_TOOL_TIMEOUT = 60.0
+#: Deepest nesting of tool-call arguments (the object itself is level 1).
+MAX_ARG_DEPTH = 32
+#: Largest tool-call arguments: bytes of JSON text as the LLM sent them (or,
+#: for arguments an SDK already parsed, an estimate from a bounded walk).
+MAX_ARG_BYTES = 256 * 1024
+#: Most tool calls one LLM turn may make (the agent's max_tool_calls_per_turn).
+MAX_TOOL_CALLS_PER_TURN = 16
+#: Most characters of a value an error text quotes.
+QUOTE_LIMIT = 200
+
+
+# -- limits and quoting -----------------------------------------------------
+
+def _too_deep_text(limit: int) -> str:
+    return f"the arguments are nested more than {limit} levels deep (the limit is {limit})"
+
+
+def _too_large_text(size: int, limit: int, estimated: bool = False) -> str:
+    about = "about " if estimated else ""
+    return (f"the arguments are {about}{size / 1024:.0f} KB, more than the {limit // 1024} KB "
+            f"a tool call may send")
+
+
+def argument_problem(value: Any, max_depth: int = MAX_ARG_DEPTH,
+                     max_bytes: int | None = MAX_ARG_BYTES) -> str | None:
+    """Why ``value`` (already parsed) breaks the depth or size bound, or None.
+
+    An iterative walk over the containers only (no recursion, so no depth
+    can overflow the stack). The size is an estimate of the JSON text (the
+    strings and keys plus a few bytes per item) and the walk stops as soon
+    as it passes ``max_bytes``, so it costs at most that much work."""
+    t = type(value)
+    if t is not dict and t is not list:
+        if max_bytes is not None and t is str and len(value) > max_bytes:
+            return _too_large_text(len(value), max_bytes, estimated=True)
+        return None
+    size = 2
+    limit = max_bytes if max_bytes is not None else float("inf")
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        container, depth = pop()
+        if type(container) is dict:
+            for k, v in container.items():
+                size += (len(k) if type(k) is str else 8) + 4
+                tv = type(v)
+                if tv is str:
+                    size += len(v) + 2
+                elif tv is dict or tv is list:
+                    if depth >= max_depth:
+                        return _too_deep_text(max_depth)
+                    push((v, depth + 1))
+                    size += 2
+                else:
+                    size += 6
+                if size > limit:
+                    return _too_large_text(size, max_bytes or 0, estimated=True)
+        else:
+            for v in container:
+                tv = type(v)
+                if tv is str:
+                    size += len(v) + 4
+                elif tv is dict or tv is list:
+                    if depth >= max_depth:
+                        return _too_deep_text(max_depth)
+                    push((v, depth + 1))
+                    size += 3
+                else:
+                    size += 6
+                if size > limit:
+                    return _too_large_text(size, max_bytes or 0, estimated=True)
+    return None
+
+
+class _Raw(str):
+    """A piece of punctuation in preview()'s work list (not a value)."""
+
+
+def preview(value: Any, limit: int = QUOTE_LIMIT) -> str:
+    """``value`` as JSON-like text of at most about ``limit`` characters
+    (cut with "…"), for quoting in an error. Never recurses and never looks
+    at more than it shows, whatever the size or depth of ``value``."""
+    parts: list[str] = []
+    n = 0
+    stack: list[Any] = [value]
+    while stack and n <= limit:
+        v = stack.pop()
+        t = type(v)
+        if t is _Raw:
+            s = v
+        elif v is None or t is bool or t is int or t is float:
+            s = json.dumps(v)
+        elif isinstance(v, str):
+            s = json.dumps(v[:limit + 1], ensure_ascii=False)
+        elif isinstance(v, dict):
+            items = list(itertools.islice(v.items(), limit // 4 + 1))
+            stack.append(_Raw("}"))
+            if len(v) > len(items):
+                stack.append(_Raw(", …"))
+            for i in range(len(items) - 1, -1, -1):
+                key, item = items[i]
+                stack.append(item)
+                stack.append(_Raw(json.dumps(str(key)[:limit + 1], ensure_ascii=False) + ": "))
+                if i:
+                    stack.append(_Raw(", "))
+            s = "{"
+        elif isinstance(v, (list, tuple)):
+            items = list(itertools.islice(v, limit // 2 + 1))
+            stack.append(_Raw("]"))
+            if len(v) > len(items):
+                stack.append(_Raw(", …"))
+            for i in range(len(items) - 1, -1, -1):
+                stack.append(items[i])
+                if i:
+                    stack.append(_Raw(", "))
+            s = "["
+        else:
+            s = repr(v)[:limit + 1]
+        parts.append(s)
+        n += len(s)
+    text = "".join(parts)
+    return text if len(text) <= limit and not stack else text[:limit] + "…"
+
+
+def short(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """A text cut to ``limit`` characters (with "…")."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def event_args(value: Any, limit: int = 4000) -> Any:
+    """Tool-call arguments as an event (or the agent's output) may hold them:
+    secrets masked, long strings cut, and anything past the depth or size
+    bound replaced by a short preview text."""
+    if type(value) is str:
+        # Masked before it is cut, so that no cut leaves half a secret.
+        return short(redact(value[:limit + 256]), limit)
+    if argument_problem(value) is not None:
+        return redact(preview(value, limit))
+    return redact_all(to_jsonable(value, limit=limit))
+
+
+def redact_all(value: Any) -> Any:
+    """Every string (and key) in JSON-able data passed through redact().
+    Recursive: only for data of bounded depth (arguments that passed
+    argument_problem(), or to_jsonable() output)."""
+    t = type(value)
+    if t is str:
+        return redact(value)
+    if t is dict:
+        return {redact(k): redact_all(v) for k, v in value.items()}
+    if t is list:
+        return [redact_all(v) for v in value]
+    return value
 
 
 # -- schemas ----------------------------------------------------------------
@@ -142,20 +304,43 @@ def _error_order(e: Any) -> tuple:
 
 
 def _describe(e: Any, tool: ToolDef) -> str:
-    accepted = ", ".join(tool.schema.get("properties", {})) or "no arguments"
+    """One refusal reason, written here rather than taken from jsonschema,
+    whose messages quote the whole offending value (a 1 MB argument would go
+    back to the LLM whole): a value is quoted with preview(), a name cut
+    short."""
+    props = tool.schema.get("properties", {})
+    accepted = ", ".join(props) or "no arguments"
     if e.validator == "additionalProperties" and isinstance(e.instance, dict):
-        extra = [k for k in e.instance if k not in tool.schema.get("properties", {})]
-        names = ", ".join(f"'{k}'" for k in extra)
+        extra = [k for k in e.instance if k not in props]
+        names = ", ".join(f"'{short(str(k), 64)}'" for k in extra[:5])
+        if len(extra) > 5:
+            names += f" and {len(extra) - 5} more"
         word = "argument" if len(extra) == 1 else "arguments"
         return f"unknown {word} {names} ({tool.name} accepts: {accepted})"
     if e.validator == "required":
         missing = re.findall(r"^'(.*)' is a required property$", e.message)
-        return f"missing required argument '{missing[0] if missing else e.message}'"
+        return f"missing required argument '{short(missing[0] if missing else e.message, 64)}'"
     if e.validator == "type" and not e.absolute_path:
         return "the arguments must be a JSON object"
-    where = ".".join(str(x) for x in e.absolute_path)
-    text = e.message if len(e.message) <= 300 else e.message[:300] + "…"
-    return f"argument '{where}': {text}" if where else text
+    where = short(".".join(str(x) for x in e.absolute_path), 100)
+    label = f"argument '{where}': " if where else ""
+    if e.validator == "type":
+        expected = e.validator_value
+        if isinstance(expected, list):
+            kinds = ", ".join(f"'{x}'" for x in expected)
+            return f"{label}{preview(e.instance)} is not of any of the types {kinds}"
+        return f"{label}{preview(e.instance)} is not of type '{expected}'"
+    if e.validator == "enum":
+        return f"{label}{preview(e.instance)} is not one of {preview(e.validator_value)}"
+    if e.validator == "const":
+        return f"{label}{preview(e.instance)} is not {preview(e.validator_value)}"
+    # Any other keyword (a schema outside the compiled subset): jsonschema's
+    # text, with the value it quotes at the start cut short.
+    text = e.message
+    quoted = repr(e.instance)
+    if text.startswith(quoted):
+        text = preview(e.instance) + text[len(quoted):]
+    return label + short(text, 300)
 
 
 def compile_check(schema: dict[str, Any]) -> Callable[[Any], bool]:
@@ -296,6 +481,8 @@ class ToolOutcome:
     data: Any = None
     error: str = ""
     ms: float = 0.0
+    #: The arguments broke a bound and ``args`` holds a short preview of them.
+    bounded: bool = False
 
     def content(self) -> str:
         """The text the LLM gets back; a secret a node put in its outputs is
@@ -311,7 +498,8 @@ class ToolOutcome:
 
     def summary(self) -> dict[str, Any]:
         """One entry of the agent's ``agent.tool_calls`` output."""
-        out: dict[str, Any] = {"tool": self.tool, "args": to_jsonable(self.args),
+        # args are bounded here (parse_arguments saw to it): walking them is safe.
+        out: dict[str, Any] = {"tool": self.tool, "args": redact_all(to_jsonable(self.args)),
                                "status": self.status}
         if self.status == "success":
             out["data"] = to_jsonable(self.data)
@@ -323,17 +511,47 @@ class ToolOutcome:
 
 def parse_arguments(raw: Any) -> tuple[Any, str | None]:
     """Arguments as the LLM sent them -> (value, error). Text is JSON; an
-    empty text means no arguments."""
-    if isinstance(raw, (dict, list, int, float, bool)) or raw is None:
-        return raw, None
+    empty text means no arguments.
+
+    Arguments past the size or depth bound are refused before anything
+    recurses into them: text is measured before ``json.loads`` sees it (and
+    a RecursionError from it is a refusal too), parsed values are walked
+    iteratively. A value refused for a bound comes back as a short preview
+    text, so that nothing downstream (events, the agent's output) holds the
+    deep or large original."""
+    value, why, _ = _parse(raw)
+    return value, why
+
+
+def _parse(raw: Any) -> tuple[Any, str | None, bool]:
+    """parse_arguments(), and whether the value was replaced by a preview."""
     if isinstance(raw, str):
+        n = len(raw)
+        if n > MAX_ARG_BYTES or (n > MAX_ARG_BYTES // 4
+                                 and len(raw.encode("utf-8", "surrogatepass")) > MAX_ARG_BYTES):
+            size = n if n > MAX_ARG_BYTES else len(raw.encode("utf-8", "surrogatepass"))
+            return short(raw), _too_large_text(size, MAX_ARG_BYTES), True
         if not raw.strip():
-            return {}, None
+            return {}, None, False
         try:
-            return json.loads(raw), None
+            value = json.loads(raw)
+        except RecursionError:
+            return short(raw), _too_deep_text(MAX_ARG_DEPTH), True
         except ValueError as exc:
-            return raw, f"the arguments are not valid JSON ({exc}); send one JSON object"
-    return raw, f"the arguments must be a JSON object, got {type(raw).__name__}"
+            return raw, f"the arguments are not valid JSON ({exc}); send one JSON object", False
+        # Fewer brackets than the bound cannot nest deeper than it: the
+        # common case costs two counts in C, no walk.
+        if raw.count("[") + raw.count("{") > MAX_ARG_DEPTH:
+            why = argument_problem(value, max_bytes=None)
+            if why is not None:
+                return short(raw), why, True
+        return value, None, False
+    if isinstance(raw, (dict, list)):
+        why = argument_problem(raw)
+        return (raw, None, False) if why is None else (preview(raw), why, True)
+    if isinstance(raw, (int, float, bool)) or raw is None:
+        return raw, None, False
+    return preview(raw), f"the arguments must be a JSON object, got {type(raw).__name__}", True
 
 
 _caller_prefix = uuid.uuid4().hex[:8]
@@ -363,19 +581,51 @@ class ToolBridge:
         self.functions = [t.function for t in self.tools.values()]
         self.names = list(self.tools)
 
-    async def call_many(self, base: dict, calls: list[Any], timeout: float | None) -> list[ToolOutcome]:
+    async def call_many(self, base: dict, calls: list[Any], timeout: float | None,
+                        max_calls: int | None = MAX_TOOL_CALLS_PER_TURN) -> list[ToolOutcome]:
         """Run the calls of one LLM turn concurrently; results in call order.
-        Each call is ``(call_id, name, raw_arguments)``."""
-        if len(calls) == 1 or all(self._inline(c[1]) for c in calls):
+        Each call is ``(call_id, name, raw_arguments)``. Past ``max_calls``
+        the calls are refused and their nodes never run."""
+        over: list[Any] = []
+        if max_calls and len(calls) > max_calls:
+            calls, over = calls[:max_calls], calls[max_calls:]
+        if len(calls) <= 1 or all(self._inline(c[1]) for c in calls):
             # A plain-function node never yields to the loop, so tasks would
             # only run these one after the other anyway: skip making them.
-            return [await self.call(base, c[0], c[1], c[2], timeout) for c in calls]
-        return list(await asyncio.gather(
-            *(self.call(base, c[0], c[1], c[2], timeout) for c in calls)))
+            out = [await self.call(base, c[0], c[1], c[2], timeout) for c in calls]
+        else:
+            out = list(await asyncio.gather(
+                *(self.call(base, c[0], c[1], c[2], timeout) for c in calls)))
+        if over:
+            total = len(calls) + len(over)
+            why = (f"too many tool calls in one turn: {total} asked, and "
+                   f"max_tool_calls_per_turn={max_calls} runs only the first {max_calls}; "
+                   "this call did not run, make it again in the next turn")
+            out += [self.refuse(c[0], c[1], c[2], why) for c in over]
+        return out
 
     def _inline(self, name: str) -> bool:
         tool = self.tools.get(name)
-        return tool is None or not self.engine.nodes[tool.node_id].is_async
+        if tool is None:
+            return True
+        node = self.engine.nodes[tool.node_id]
+        return not node.is_async and not node.node.blocking
+
+    def refuse(self, call_id: str, name: Any, raw_args: Any, why: str) -> ToolOutcome:
+        """A call that never reaches its node (past max_tool_calls_per_turn):
+        its events and outcome, with a bounded preview of the arguments."""
+        caller_id = new_caller_id()
+        name = short(str(name), 100)
+        tool = self.tools.get(name)
+        node_id = tool.node_id if tool else ""
+        args = short(raw_args) if isinstance(raw_args, str) else preview(raw_args)
+        if self.engine.bus.active:
+            self.engine.bus.publish(ToolCall(agent=self.agent_id, node=node_id, tool=name,
+                                             caller_id=caller_id, args=redact(args)))
+        out = ToolOutcome(call_id, caller_id, name, node_id, args, "refused", error=why,
+                          bounded=True)
+        self._published(out)
+        return out
 
     async def call(self, base: dict, call_id: str, name: str, raw_args: Any,
                    timeout: float | None = DEFAULT_TOOL_TIMEOUT) -> ToolOutcome:
@@ -383,34 +633,40 @@ class ToolBridge:
         bus = self.engine.bus
         caller_id = new_caller_id()
         tool = self.tools.get(name)
+        if tool is None:
+            name = short(str(name), 100)  # the LLM's text: quoted, never whole
         node_id = tool.node_id if tool else ""
-        args, why = parse_arguments(raw_args)
+        args, why, bounded = _parse(raw_args)
         if bus.active:
-            bus.publish(ToolCall(agent=self.agent_id, node=node_id, tool=str(name),
-                                 caller_id=caller_id, args=to_jsonable(args, limit=4000)))
+            bus.publish(ToolCall(agent=self.agent_id, node=node_id, tool=name,
+                                 caller_id=caller_id, args=event_args(args)))
         if tool is None:
             available = ", ".join(self.names) or "none"
             why = f"unknown tool '{name}' (available tools: {available})"
         elif why is None:
             why = tool.validate(args)
         if why is not None:
-            out = ToolOutcome(call_id, caller_id, str(name), node_id, args, "refused", error=why,
-                              ms=(time.perf_counter() - t0) * 1000)
+            out = ToolOutcome(call_id, caller_id, name, node_id, args, "refused",
+                              error=redact(why), ms=(time.perf_counter() - t0) * 1000,
+                              bounded=bounded)
             self._published(out)
             return out
 
         req = self.request(base, caller_id, tool, args)
+        rt = self.engine.nodes[tool.node_id]
         try:
             # A plain-function node runs to the end without yielding, so no
-            # timer could interrupt it: only coroutines get one.
-            if timeout and self.engine.nodes[tool.node_id].is_async:
+            # timer could interrupt it: only coroutines, and plain functions
+            # that declare they block (they run in a thread), get one.
+            if timeout and (rt.is_async or rt.node.blocking):
                 async with asyncio.timeout(timeout):
                     resp = await self.engine.run_as_tool(tool.node_id, req)
             else:
                 resp = await self.engine.run_as_tool(tool.node_id, req)
         except TimeoutError:
             out = ToolOutcome(call_id, caller_id, name, node_id, args, "error",
-                              error=f"the tool did not finish within {timeout:g} s and was cancelled",
+                              error=f"the tool did not finish within {timeout:g} s "
+                                    "(tool_timeout_seconds) and was cancelled",
                               ms=(time.perf_counter() - t0) * 1000)
         except asyncio.CancelledError:
             out = ToolOutcome(call_id, caller_id, name, node_id, args, "error",
@@ -453,3 +709,41 @@ class ToolBridge:
                                    caller_id=out.caller_id, status=out.status,  # type: ignore[arg-type]
                                    data=to_jsonable(out.data, limit=4000), error=out.error,
                                    ms=out.ms))
+
+
+# -- blocking nodes -----------------------------------------------------------
+
+async def run_in_thread(fn: Callable[[Any], Any], arg: Any) -> Any:
+    """``fn(arg)`` in a new daemon thread; awaiting it can be cancelled (a
+    tool timeout, the run stopping) though the thread cannot be: it runs on
+    and its result is dropped. A daemon thread rather than an executor's
+    worker, so that a call that never returns keeps neither the loop's
+    shutdown nor the process's exit waiting for it."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if fut.done():
+            return  # cancelled meanwhile: the result is dropped
+        if ok:
+            fut.set_result(value)
+        else:
+            fut.set_exception(value)
+
+    def work() -> None:
+        try:
+            result = ctx.run(fn, arg)
+        except Exception as exc:  # noqa: BLE001 - handed to the awaiting task
+            outcome: tuple[bool, Any] = (False, exc)
+        except BaseException as exc:  # SystemExit in a thread: an error, not an exit
+            outcome = (False, RuntimeError(f"{type(exc).__name__} in a blocking node"))
+        else:
+            outcome = (True, result)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits for this any more
+
+    threading.Thread(target=work, name="switchboard-blocking-tool", daemon=True).start()
+    return await fut

@@ -110,6 +110,33 @@ async def test_overloaded_is_retried_then_fails_with_provider_and_status(llm):
 
 # -- hardening (issue 5) --------------------------------------------------------
 
+def nested(depth: int, leaf=1):
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+async def test_tool_input_nested_300_deep_is_refused_not_a_crash(llm, smtp):
+    # The SDK hands the input over already parsed: the bound is checked by
+    # an iterative walk, and no event holds the deep original.
+    llm.replies = [anthropic_reply(tool_calls=[("send_email", {"to": nested(300), "subject": "s",
+                                                               "body": "b"})]),
+                   anthropic_reply("gave up")]
+    result, rec, _ = await run(agent_flow(anthropic_agent(llm), [mail_tool(smtp)]))
+    assert result.status == "ok", rec.of("node.error")
+    [r] = rec.of("tool.result")
+    assert r.status == "refused" and "nested more than 32 levels deep" in r.error
+    assert smtp.received == []
+    assert len(rec.dump()) < 50_000  # every event serialises, and none holds the original
+    assert isinstance(rec.of("tool.call")[0].args, str)
+    assert isinstance(rec.of("llm.response")[0].tool_calls[0]["arguments"], str)
+    # The next request carries the refusal, and the call itself as {}.
+    second = llm.requests[1]["body"]["messages"]
+    assert second[1]["content"][0]["input"] == {}
+    assert "32 levels" in second[2]["content"][0]["content"]
+
+
 async def test_request_timeout_and_retry_wait_reach_the_anthropic_client(llm, monkeypatch):
     import threading
 

@@ -252,3 +252,66 @@ async def test_a_stalled_server_fails_naming_request_timeout_seconds(llm):
         "openai: request failed: timed out: the server did not answer within "
         "request_timeout_seconds=0.5")
     assert len(llm.requests) == 1
+
+
+async def test_llm_failure_after_a_tool_call_names_what_already_happened(llm, tmp_path):
+    llm.replies = [openai_reply(tool_calls=[("send_email", {"to": "john@example.com",
+                                                           "subject": "Shipped",
+                                                           "body": "Your order shipped."})])]
+    llm.replies += [(500, error_body("openai", 500, "oops"))] * 2
+    tool = {"id": "mail", "type": "mail.send", "params": {
+        "to": AI_SCOPE, "subject": AI_SCOPE, "body": AI_SCOPE, "delivery": fixed("outbox"),
+        "outbox_dir": fixed(str(tmp_path))}}
+    result, rec, _ = await run(agent_flow(openai_agent(llm, retries=1), [tool]))
+    assert result.status == "error"
+    assert len(list(tmp_path.glob("*.eml"))) == 1  # the mail went out
+    assert rec.of("node.error")[0].message == (
+        "openai: HTTP 500: oops (gave up after 2 attempts) (after 1 successful tool call: "
+        "send_email(to=john@example.com…))")
+
+
+async def test_an_unexpected_exception_text_never_reaches_the_llm(llm):
+    from runtime.node import AI, Node, Param, Tool, node
+    from runtime.registry import Registry
+
+    @node("test.oserror", name="OS error", category="Test", tool=Tool("lookup", "Looks up"))
+    class OsErrorTool(Node):
+        key = Param(str, "What to look up", scope=AI)
+
+        async def on_message(self, msg):
+            raise OSError("/home/alice/secret/path db.internal.example")
+
+    llm.replies = [openai_reply(tool_calls=[("lookup", {"key": "k"})]), openai_reply("sorry")]
+    flow = agent_flow(openai_agent(llm), [{"id": "look", "type": "test.oserror",
+                                           "params": {"key": AI_SCOPE}}])
+    result, rec, _ = await run(flow, reg=Registry([*registry(), OsErrorTool]))
+    assert result.status == "ok", rec.of("node.error")
+    sent = json.dumps(llm.requests[1]["body"])  # what the LLM received
+    assert "OSError: the tool failed unexpectedly" in sent
+    assert "/home/alice" not in sent and "db.internal.example" not in sent
+    [err] = rec.of("node.error")
+    assert err.node == "look" and "/home/alice/secret/path db.internal.example" in err.message
+
+
+async def test_a_secret_the_model_repeats_is_masked(llm, tmp_path):
+    from runtime.node import register_secret
+
+    secret = "sk-live-R3PEATED-by-the-model-9876"
+    register_secret(secret)  # as resolving a node's secret param would
+    llm.replies = [openai_reply(f"Checking {secret}", tool_calls=[
+                       ("send_email", {"to": "a@example.com", "subject": secret, "body": "b"})]),
+                   openai_reply(f"The key is {secret}.")]
+    tool = {"id": "mail", "type": "mail.send", "params": {
+        "to": AI_SCOPE, "subject": AI_SCOPE, "body": AI_SCOPE, "delivery": fixed("outbox"),
+        "outbox_dir": fixed(str(tmp_path))}}
+    result, rec, _ = await run(agent_flow(openai_agent(llm), [tool]))
+    assert result.status == "ok", rec.of("node.error")
+    [msg] = rec.debug_values()
+    assert msg["payload"] == "The key is ***."
+    assert msg["agent"]["tool_calls"][0]["args"]["subject"] == "***"
+    first = rec.of("llm.response")[0]
+    assert first.text == "Checking ***" and "***" in json.dumps(first.tool_calls)
+    assert rec.of("tool.call")[0].args["subject"] == "***"
+    # (The periodic stats event's snapshot of the tool node's last messages
+    # is the engine's to mask, not the agent's.)
+    assert not [e.type for e in rec.events if e.type != "stats" and secret in e.model_dump_json()]

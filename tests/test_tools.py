@@ -304,8 +304,13 @@ async def test_exception_becomes_a_sanitized_error(monkeypatch):
     assert result.status == "ok"  # a failed tool call is the LLM's to handle
     crash, config = rec.of("tool.result")
     assert crash.status == "error"
-    assert crash.error == "RuntimeError: database refused the login with ***"
+    # The LLM gets the type and a generic reason; the (redacted) text is in
+    # the node.error event. A NodeConfigError's text is the author's, for users.
+    assert crash.error == ("RuntimeError: the tool failed unexpectedly; details are in the "
+                           "run's events")
     assert config.error == "the widget is not configured"
+    assert [e.message for e in rec.of("node.error")] == [
+        "RuntimeError: database refused the login with ***", "the widget is not configured"]
     assert "hunter2-very-secret" not in rec.dump()
     assert "Traceback" not in crash.error
 
@@ -336,7 +341,8 @@ async def test_one_node_serves_rpa_and_tool_calls_in_the_same_run():
 async def test_calls_of_one_turn_run_concurrently_each_on_its_own_message():
     n = 100
     calls = [{"name": "sleep", "arguments": {"tag": f"t{i}"}} for i in range(n)]
-    flow = agent_flow(scripted([{"tool_calls": calls}, {"text": "all done"}]),
+    flow = agent_flow(scripted([{"tool_calls": calls}, {"text": "all done"}],
+                               max_tool_calls_per_turn=n),
                       [{"id": "zz", "type": "test.sleep", "params": {"seconds": fixed(0.01)}}])
     result, rec, _ = await run(flow)
     assert result.status == "ok"

@@ -59,6 +59,9 @@ class Agent(Node):
     max_tokens = Param(int, "Most tokens per answer", default=1024, allow=CUSTOM)
     tool_timeout_seconds = Param(float, "Time limit of one tool call; 0: none", default=60.0,
                                  allow=CUSTOM)
+    max_tool_calls_per_turn = Param(int, "Most tool calls run from one LLM answer; the calls "
+                                    "past it are refused (the model may make them next turn)",
+                                    default=16, allow=CUSTOM)
     retries = Param(int, "Retries of an LLM request after HTTP 429/5xx or a dropped connection",
                     default=3, allow=CUSTOM)
     max_retry_wait_seconds = Param(float, "Longest wait a server may ask for (Retry-After) "
@@ -88,7 +91,8 @@ class Agent(Node):
 
             problems += [("script", p) for p in script_problems(script.value)]
         for name, low in (("max_turns", 1), ("max_tokens", 1), ("retries", 0),
-                          ("tool_timeout_seconds", 0), ("max_retry_wait_seconds", 0)):
+                          ("tool_timeout_seconds", 0), ("max_tool_calls_per_turn", 1),
+                          ("max_retry_wait_seconds", 0)):
             p = params.get(name)
             if p is not None and isinstance(p.value, (int, float)) and p.value < low:
                 problems.append((name, f"{name} must be at least {low}"))
@@ -152,7 +156,8 @@ class Agent(Node):
             agent_id=self.id, provider=self._provider, bridge=self._get_bridge(), bus=bus,
             base_msg=msg, prompt=prompt, instructions=self.instructions.get(msg) or "",
             model=model, temperature=self.temperature.get(), max_tokens=self.max_tokens.get(),
-            max_turns=self.max_turns.get(), tool_timeout=float(timeout) if timeout else None)
+            max_turns=self.max_turns.get(), tool_timeout=float(timeout) if timeout else None,
+            max_tool_calls_per_turn=max(1, int(self.max_tool_calls_per_turn.get())))
         self.answer.set(msg, result.text)
         self.agent.set(msg, result.info())
         n = len(result.outcomes)

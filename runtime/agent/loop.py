@@ -1,16 +1,22 @@
 """The agent loop: ask the LLM, run the tool calls it makes (one turn's calls
 concurrently), give it the results, until it answers without calling a tool
-or ``max_turns`` runs out."""
+or ``max_turns`` runs out.
+
+The model's text is passed through ``redact`` before it is published or
+becomes the agent's answer (a model may repeat a secret it saw). When the
+run fails after tool calls already had an effect (a mail went out), the
+error names them."""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..events import LlmRequest, LlmResponse
 from ..message import to_jsonable
-from ..node import NodeConfigError
+from ..node import NodeConfigError, redact
 from .base import LlmReply, Provider
 
 if TYPE_CHECKING:
@@ -18,6 +24,8 @@ if TYPE_CHECKING:
     from ..tools import ToolBridge, ToolOutcome
 
 EVENT_TEXT_LIMIT = 4000
+#: Successful calls an error names at most (then "and N more").
+NAMED_CALLS = 5
 
 
 @dataclass
@@ -36,7 +44,11 @@ class AgentResult:
 async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | None, bus: EventBus,
                     base_msg: dict, prompt: str, instructions: str, model: str,
                     temperature: float | None, max_tokens: int, max_turns: int,
-                    tool_timeout: float | None) -> AgentResult:
+                    tool_timeout: float | None,
+                    max_tool_calls_per_turn: int | None = None) -> AgentResult:
+    from ..tools import MAX_TOOL_CALLS_PER_TURN, event_args, redact_all
+
+    max_calls = max_tool_calls_per_turn or MAX_TOOL_CALLS_PER_TURN
     conversation: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     functions = bridge.functions if bridge else []
     names = bridge.names if bridge else []
@@ -47,47 +59,89 @@ async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | N
             bus.publish(LlmRequest(agent=agent_id, provider=provider.name, model=model, turn=turn + 1,
                                    message_count=len(conversation) + (1 if instructions else 0),
                                    tools=list(names),
-                                   messages=to_jsonable(_as_seen(instructions, conversation),
-                                                        limit=EVENT_TEXT_LIMIT)))
+                                   messages=redact_all(to_jsonable(_as_seen(instructions, conversation),
+                                                                limit=EVENT_TEXT_LIMIT))))
         t0 = time.perf_counter()
-        reply: LlmReply = await provider.complete(
-            system=instructions, messages=conversation, tools=functions, model=model,
-            temperature=temperature, max_tokens=max_tokens, turn=turn)
+        try:
+            reply: LlmReply = await provider.complete(
+                system=instructions, messages=conversation, tools=functions, model=model,
+                temperature=temperature, max_tokens=max_tokens, turn=turn)
+        except NodeConfigError as exc:  # ProviderError: the LLM failed
+            _name_effects(exc, result.outcomes)
+            raise
         result.turns = turn + 1
         usage["input_tokens"] += reply.usage.get("input_tokens", 0)
         usage["output_tokens"] += reply.usage.get("output_tokens", 0)
         calls = reply.tool_calls
+        text = redact(reply.text) if reply.text else ""
         if bus.active:
             bus.publish(LlmResponse(
-                agent=agent_id, turn=turn + 1, text=reply.text[:EVENT_TEXT_LIMIT],
-                tool_calls=[{"id": c.id, "name": c.name,
-                             "arguments": to_jsonable(c.arguments, limit=EVENT_TEXT_LIMIT)}
+                agent=agent_id, turn=turn + 1, text=text[:EVENT_TEXT_LIMIT],
+                tool_calls=[{"id": c.id, "name": str(c.name)[:100],
+                             "arguments": event_args(c.arguments, EVENT_TEXT_LIMIT)}
                             for c in calls],
                 usage=dict(reply.usage), ms=(time.perf_counter() - t0) * 1000))
         if not calls:
-            result.text = reply.text
+            result.text = text
             return result
-        conversation.append({"role": "assistant", "content": reply.text,
-                             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                                            for c in calls]})
         if bridge is None:
             outcomes = [_no_tools(c) for c in calls]
         else:
             outcomes = await bridge.call_many(base_msg, [(c.id, c.name, c.arguments) for c in calls],
-                                              tool_timeout)
+                                              tool_timeout, max_calls)
         result.outcomes.extend(outcomes)
+        # Arguments refused for their size or depth go back as "{}": the
+        # model learns why from the tool result, and the next request does
+        # not carry (nor an SDK serialise) the oversized original.
+        conversation.append({"role": "assistant", "content": text,
+                             "tool_calls": [{"id": c.id, "name": c.name,
+                                             "arguments": "{}" if o.bounded else c.arguments}
+                                            for c, o in zip(calls, outcomes, strict=True)]})
         for o in outcomes:
             conversation.append({"role": "tool", "tool_call_id": o.call_id, "name": o.tool,
                                  "content": o.content(), "is_error": o.status != "success"})
-    raise NodeConfigError(
+    exc = NodeConfigError(
         f"no final answer after {result.turns} turns (max_turns); the model kept calling tools")
+    _name_effects(exc, result.outcomes)
+    raise exc
+
+
+def _name_effects(exc: Exception, outcomes: list[ToolOutcome]) -> None:
+    """Add to the error's text the tool calls that succeeded before it, so
+    that whoever reads it knows what already happened (a mail went out):
+    "... (after 1 successful tool call: send_email(to=john@example.com…))"."""
+    done = [o for o in outcomes if o.status == "success"]
+    if not done:
+        return
+    shown = ", ".join(_call_text(o) for o in done[:NAMED_CALLS])
+    if len(done) > NAMED_CALLS:
+        shown += f" and {len(done) - NAMED_CALLS} more"
+    word = "call" if len(done) == 1 else "calls"
+    exc.args = (f"{exc} (after {len(done)} successful tool {word}: {redact(shown)})",
+                *exc.args[1:])
+
+
+def _call_text(o: ToolOutcome) -> str:
+    """``send_email(to=john@example.com…)``: the tool and its first argument,
+    cut short; "…" when there is more."""
+    args = o.args if isinstance(o.args, dict) else {}
+    if not args:
+        return f"{o.tool}()"
+    key, value = next(iter(args.items()))
+    text = value if isinstance(value, str) else json.dumps(to_jsonable(value, limit=40),
+                                                           ensure_ascii=False)
+    more = len(args) > 1 or len(text) > 40
+    return f"{o.tool}({key}={text[:40]}{'…' if more else ''})"
 
 
 def _no_tools(call: Any) -> ToolOutcome:
-    from ..tools import ToolOutcome
+    from ..tools import ToolOutcome, preview, short
 
-    return ToolOutcome(call.id, "", call.name, "", call.arguments, "refused",
-                       error=f"unknown tool '{call.name}' (this agent has no tools)")
+    args = call.arguments
+    args = short(args) if isinstance(args, str) else preview(args)
+    return ToolOutcome(call.id, "", short(str(call.name), 100), "", args, "refused",
+                       error=f"unknown tool '{short(str(call.name), 100)}' (this agent has no tools)",
+                       bounded=True)
 
 
 def _as_seen(instructions: str, conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
