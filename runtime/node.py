@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from .message import MESSAGE_TYPE, PARAMETERS, TOOL_DATA, TOOL_REQUEST, Message, get_path, set_path
 from .spec import (
@@ -29,9 +29,6 @@ from .spec import (
     Scope,
     ToolSpec,
 )
-
-if TYPE_CHECKING:
-    from .engine import NodeRuntime
 
 log = logging.getLogger(__name__)
 
@@ -393,6 +390,27 @@ class BoundOutput:
             set_path(msg, self.path, value)
 
 
+class NodeServices(Protocol):
+    """What a node asks of the run it belongs to (the engine implements it
+    as NodeRuntime). A protocol, so that this module knows nothing of the
+    engine: dependencies in runtime/ point down, never back up."""
+
+    engine: Any
+
+    def send(self, msg: dict, port: str = "out") -> None: ...
+
+    def status(self, text: str, color: str = "", state: str = "idle") -> None: ...
+
+    def debug(self, value: Any, msg: dict | None = None) -> None: ...
+
+    def log(self, text: str, level: str = "info") -> None: ...
+
+
+#: Every class ``@node`` declared in this process, by type id; the registry
+#: picks a package's classes from here after importing the package.
+DECLARED: dict[str, type[Node]] = {}
+
+
 class Node:
     """Base class of every node type. Subclasses declare ``Param``/``Output``
     attributes, are decorated with ``@node`` and implement ``on_message``
@@ -420,7 +438,7 @@ class Node:
         name: str = "",
         params: dict[str, ParamValue] | None = None,
         outputs: dict[str, str] | None = None,
-        runtime: NodeRuntime | None = None,
+        runtime: NodeServices | None = None,
     ) -> None:
         self.id = id
         self.name = name or self.spec.name
@@ -542,9 +560,7 @@ def node(
             source=cls.generate is not Node.generate,
             package=cls.__module__.split(".")[0] if "." in cls.__module__ else cls.__module__,
         )
-        from .registry import declare
-
-        declare(cls)
+        DECLARED[type_id] = cls
         return cls
 
     return wrap

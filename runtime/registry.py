@@ -9,8 +9,10 @@ import logging
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
+from .node import DECLARED as _declared
+from .node import Node
+
 if TYPE_CHECKING:
-    from .node import Node
     from .spec import NodeSpec
 
 log = logging.getLogger(__name__)
@@ -19,13 +21,6 @@ ENTRY_POINT_GROUP = "switchboard.nodes"
 # Used only when the project runs from a source tree that was never installed,
 # so its entry points are not in any distribution's metadata.
 BUILTIN_MODULES = ("nodes.core", "nodes.ai", "nodes.mail")
-
-_declared: dict[str, type[Node]] = {}
-
-
-def declare(cls: type[Node]) -> None:
-    _declared[cls.spec.type] = cls
-
 
 class Registry:
     """Node types by id. ``Registry(classes)`` makes a small one for tests."""
