@@ -191,30 +191,43 @@ def short(text: str, limit: int = QUOTE_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def event_args(value: Any, limit: int = 4000) -> Any:
+def event_args(value: Any, limit: int = 4000, *, checked: bool = False) -> Any:
     """Tool-call arguments as an event (or the agent's output) may hold them:
     secrets masked, long strings cut, and anything past the depth or size
-    bound replaced by a short preview text."""
+    bound replaced by a short preview text. ``checked``: the value already
+    passed argument_problem()."""
     if type(value) is str:
         # Masked before it is cut, so that no cut leaves half a secret.
         return short(redact(value[:limit + 256]), limit)
-    if argument_problem(value) is not None:
+    if not checked and argument_problem(value) is not None:
         return redact(preview(value, limit))
-    return redact_all(to_jsonable(value, limit=limit))
+    return masked(value, limit)
 
 
-def redact_all(value: Any) -> Any:
-    """Every string (and key) in JSON-able data passed through redact().
-    Recursive: only for data of bounded depth (arguments that passed
-    argument_problem(), or to_jsonable() output)."""
+def masked(value: Any, limit: int = 0, depth: int = MAX_ARG_DEPTH + 8) -> Any:
+    """``to_jsonable`` and ``redact`` in one pass: values as JSON can carry
+    them, every string and key with secrets masked, strings longer than
+    ``limit`` cut (0: none), containers deeper than ``depth`` a short note.
+    Recursive, but never deeper than ``depth``."""
     t = type(value)
     if t is str:
-        return redact(value)
-    if t is dict:
-        return {redact(k): redact_all(v) for k, v in value.items()}
-    if t is list:
-        return [redact_all(v) for v in value]
-    return value
+        text = redact(value)
+        return text if not limit or len(text) <= limit else text[:limit] + "…"
+    if value is None or t is bool or t is int or t is float:
+        return value
+    if isinstance(value, (dict, list, tuple)):
+        if depth <= 0:
+            return f"<{type(value).__name__} nested too deep>"
+        if isinstance(value, dict):
+            return {redact(str(k)): masked(v, limit, depth - 1) for k, v in value.items()}
+        return [masked(v, limit, depth - 1) for v in value]
+    if isinstance(value, str):
+        return masked(str(value), limit, depth)
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    return redact(repr(value))
 
 
 # -- schemas ----------------------------------------------------------------
@@ -498,9 +511,8 @@ class ToolOutcome:
 
     def summary(self) -> dict[str, Any]:
         """One entry of the agent's ``agent.tool_calls`` output."""
-        # args are bounded here (parse_arguments saw to it): walking them is safe.
-        out: dict[str, Any] = {"tool": self.tool, "args": redact_all(to_jsonable(self.args)),
-                               "status": self.status}
+        # args are bounded here (parse_arguments saw to it).
+        out: dict[str, Any] = {"tool": self.tool, "args": masked(self.args), "status": self.status}
         if self.status == "success":
             out["data"] = to_jsonable(self.data)
         else:
@@ -639,7 +651,7 @@ class ToolBridge:
         args, why, bounded = _parse(raw_args)
         if bus.active:
             bus.publish(ToolCall(agent=self.agent_id, node=node_id, tool=name,
-                                 caller_id=caller_id, args=event_args(args)))
+                                 caller_id=caller_id, args=event_args(args, checked=True)))
         if tool is None:
             available = ", ".join(self.names) or "none"
             why = f"unknown tool '{name}' (available tools: {available})"

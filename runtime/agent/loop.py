@@ -46,7 +46,7 @@ async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | N
                     temperature: float | None, max_tokens: int, max_turns: int,
                     tool_timeout: float | None,
                     max_tool_calls_per_turn: int | None = None) -> AgentResult:
-    from ..tools import MAX_TOOL_CALLS_PER_TURN, event_args, redact_all
+    from ..tools import MAX_TOOL_CALLS_PER_TURN, event_args, masked
 
     max_calls = max_tool_calls_per_turn or MAX_TOOL_CALLS_PER_TURN
     conversation: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
@@ -59,8 +59,8 @@ async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | N
             bus.publish(LlmRequest(agent=agent_id, provider=provider.name, model=model, turn=turn + 1,
                                    message_count=len(conversation) + (1 if instructions else 0),
                                    tools=list(names),
-                                   messages=redact_all(to_jsonable(_as_seen(instructions, conversation),
-                                                                limit=EVENT_TEXT_LIMIT))))
+                                   messages=masked(_as_seen(instructions, conversation),
+                                                   EVENT_TEXT_LIMIT)))
         t0 = time.perf_counter()
         try:
             reply: LlmReply = await provider.complete(
