@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,6 +28,12 @@ if TYPE_CHECKING:
     import networkx as nx  # imported when first needed: it costs ~0.3 s at startup
 
 FORMAT = "switchboard.flow/1"
+
+# Bounds on what a flow file may be. Deeper data would make json, pydantic,
+# deepcopy and the nodes' own checks recurse until Python gives up; a real
+# flow nests about 10 levels (a param value's own structure included).
+MAX_DEPTH = 64  # levels of JSON arrays/objects, the file's top object being 1
+MAX_FILE_BYTES = 50 * 1024 * 1024
 
 
 class ToolOverride(BaseModel):
@@ -130,11 +137,14 @@ class Flow(BaseModel):
 
 
 class Problem(BaseModel):
-    """One thing wrong with a flow. ``severity`` warning does not stop a run."""
+    """One thing wrong with a flow. ``severity`` warning does not stop a run.
+    ``node_index`` places a problem in a node entry whose id cannot name it
+    (not text, or not an object at all)."""
 
     severity: Literal["error", "warning"] = "error"
     file: str = ""
     node: str | None = None
+    node_index: int | None = None
     field: str | None = None
     message: str
 
@@ -142,9 +152,12 @@ class Problem(BaseModel):
         where = self.file or "<flow>"
         if self.node:
             where += f": node '{self.node}'"
+        elif self.node_index is not None:
+            where += f": node #{self.node_index}"
         if self.field:
             # "f: node 'a', params.x: ..." but "f: format: ...", never "f, format".
-            where += f", {self.field}" if self.node else f": {self.field}"
+            placed = bool(self.node) or self.node_index is not None
+            where += f", {self.field}" if placed else f": {self.field}"
         prefix = "" if self.severity == "error" else "warning: "
         return f"{where}: {prefix}{self.message}"
 
@@ -160,43 +173,168 @@ class FlowError(Exception):
 # -- load / save ------------------------------------------------------------
 
 def parse_flow(data: Any, file: str = "") -> Flow:
-    """A Flow from decoded JSON, or FlowError naming each structural problem."""
+    """A Flow from decoded JSON, or FlowError naming each structural problem.
+    Raises nothing else, whatever ``data`` holds."""
+    return _parse(data, file, check_text=True)
+
+
+def _parse(data: Any, file: str, *, check_text: bool) -> Flow:
     if not isinstance(data, dict):
-        raise FlowError([Problem(file=file, message="a flow file must hold a JSON object")])
+        raise FlowError([Problem(file=file, message="a flow file must hold a JSON object, "
+                                                    f"not {_kind(data)}")])
     if "format" not in data:
         # Without this a stray JSON object would pass as a flow of the
         # current format; the model's default only serves flows made in code.
         raise FlowError([Problem(file=file, field="format",
                                  message=f"missing format; expected {FORMAT!r}")])
+    bad = _find_bad_place(data, check_text=check_text)
+    if bad is not None:
+        path, why = bad
+        raise FlowError([_problem_at(path, why, data, file)])
     try:
         return Flow.model_validate(data)
     except ValidationError as exc:
         raise FlowError([_problem_from_pydantic(e, data, file) for e in exc.errors()]) from None
+    except RecursionError:  # bounded above; kept so that nothing else escapes
+        raise FlowError([Problem(file=file, message=_TOO_DEEP)]) from None
 
 
-def _problem_from_pydantic(err: dict, data: dict, file: str) -> Problem:
-    loc = list(err.get("loc", ()))
-    node_id = None
+_TOO_DEEP = f"nested too deeply: a flow file may nest arrays and objects at most {MAX_DEPTH} levels"
+
+
+def _find_bad_place(data: Any, *, check_text: bool) -> tuple[list, str] | None:
+    """The path to the first place nested deeper than MAX_DEPTH, or (with
+    ``check_text``) to a string holding a lone surrogate, with why; else None.
+    Iterative, so that depth costs no stack; a chain of 100,000 nodes takes
+    about 0.15 s."""
+    # link: (parent link, key) - the path is only built when something is wrong
+    stack: list[tuple[Any, int, Any]] = [(data, 1, None)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        obj, depth, link = pop()
+        if depth > MAX_DEPTH:
+            return _path(link), _TOO_DEEP
+        items = obj.items() if type(obj) is dict else enumerate(obj)
+        if not check_text:
+            for _k, v in items:
+                if type(v) is dict or type(v) is list:
+                    push((v, depth + 1, (link, _k)))
+            continue
+        for k, v in items:
+            if type(v) is dict or type(v) is list:
+                push((v, depth + 1, (link, k)))
+            elif type(v) is str and _lone_surrogate(v):
+                return _path((link, k)), _SURROGATE
+            if type(k) is str and _lone_surrogate(k):
+                return _path(link) + [k], _SURROGATE
+    return None
+
+
+_SURROGATE = ("text holds a lone surrogate (a \\ud800-\\udfff escape without its pair), "
+              "which is not valid Unicode")
+# A lone surrogate can only come from a \uD8xx-\uDFxx escape: the text itself
+# was decoded as strict UTF-8. Without one, load_flow skips the string check.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(s: str) -> bool:
+    if s.isascii():
+        return False
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _path(link: Any) -> list:
+    out = []
+    while link is not None:
+        link, key = link
+        out.append(key)
+    out.reverse()
+    return out
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, in the words of a flow file's reader."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _field(loc: list, limit: int = 8) -> str | None:
+    """``params.x.value[0]`` from a location; long ones end in ``...``."""
+    out = ""
+    for i, part in enumerate(loc):
+        if i == limit:
+            out += "..."
+            break
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or None
+
+
+def _problem_at(loc: list, message: str, data: dict, file: str) -> Problem:
+    """A Problem at a place in the decoded file: the node by its id (by its
+    index when the id is not usable text) and the field inside it."""
+    node, index = None, None
     if len(loc) >= 2 and loc[0] == "nodes" and isinstance(loc[1], int):
-        nodes = data.get("nodes") or []
-        if loc[1] < len(nodes) and isinstance(nodes[loc[1]], dict):
-            node_id = nodes[loc[1]].get("id") or f"#{loc[1]}"
+        index = loc[1]
+        nodes = data.get("nodes")
+        if isinstance(nodes, list) and index < len(nodes) and isinstance(nodes[index], dict):
+            node_id = nodes[index].get("id")
+            if isinstance(node_id, str) and node_id and not _lone_surrogate(node_id):
+                node = node_id
         loc = loc[2:]
+    return Problem(file=file, node=node, node_index=index, field=_field(loc), message=message)
+
+
+def _problem_from_pydantic(err: Any, data: dict, file: str) -> Problem:
+    loc = list(err.get("loc", ()))
+    kind = err.get("type", "")
     msg = err.get("msg", "invalid")
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
-    if err.get("type") == "extra_forbidden":
+    got = f", not {_kind(err.get('input'))}"
+    if kind == "extra_forbidden":
         msg = "unknown field"
-    field = ".".join(str(x) for x in loc) or None
-    return Problem(file=file, node=node_id, field=field, message=msg)
+    elif kind in ("model_type", "dict_type"):
+        if len(loc) == 2 and loc[0] in ("nodes", "wires"):
+            msg = f"a {loc[0][:-1]} must be a JSON object{got}"
+        else:
+            msg = f"must be a JSON object{got}"
+    elif kind in ("tuple_type", "list_type"):
+        msg = f"must be a JSON array{got}"
+    elif kind.endswith("_type") or kind.endswith("_parsing"):
+        msg += got
+    msg = msg.replace(" after validation", "")  # "Tuple should have at most 2 items, not 3"
+    return _problem_at(loc, msg, data, file)
 
 
 def load_flow(path: str | Path, registry: Registry | None = None, *, validate: bool = True) -> Flow:
     """Read and check a flow file. Raises FlowError with every problem found
-    (warnings do not raise)."""
+    (warnings do not raise), and nothing else for any file's content."""
     path = Path(path)
     file = str(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise FlowError([Problem(file=file, message=(
+                f"file is {size / 1024 / 1024:.1f} MB; a flow file may be at most "
+                f"{MAX_FILE_BYTES // 1024 // 1024} MB"))])
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FlowError([Problem(file=file, message="file not found")]) from None
@@ -207,12 +345,39 @@ def load_flow(path: str | Path, registry: Registry | None = None, *, validate: b
     except json.JSONDecodeError as exc:
         raise FlowError([Problem(file=file, field=f"line {exc.lineno} column {exc.colno}",
                                  message=f"invalid JSON: {exc.msg}")]) from None
-    flow = parse_flow(data, file)
+    except RecursionError:
+        raise FlowError([Problem(file=file, field=_deep_place(text),
+                                 message=_TOO_DEEP)]) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        why = str(exc).split(";")[0]  # not the advice to call sys.set_int_max_str_digits
+        raise FlowError([Problem(file=file, message=f"invalid JSON: {why}")]) from None
+    flow = _parse(data, file, check_text=_SURROGATE_ESCAPE.search(text) is not None)
+    del data, text
     if validate:
         errors = [p for p in validate_flow(flow, registry, file=file) if p.severity == "error"]
         if errors:
             raise FlowError(errors)
     return flow
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _deep_place(text: str) -> str | None:
+    """``line L column C`` where ``text`` first nests deeper than MAX_DEPTH
+    (strings skipped); for the message when the JSON parser gave up."""
+    depth = 0
+    for m in _JSON_TOKEN.finditer(text):
+        ch = m.group()
+        if ch in ("[", "{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = text.count("\n", 0, m.start()) + 1
+                col = m.start() - text.rfind("\n", 0, m.start())
+                return f"line {line} column {col}"
+        elif ch in ("]", "}"):
+            depth -= 1
+    return None
 
 
 def save_flow(flow: Flow, path: str | Path) -> None:
@@ -339,7 +504,7 @@ def validate_flow(flow: Flow, registry: Registry | None = None, *, file: str = "
 
                 try:
                     parse_path(pval.path or "")
-                except PathError as exc:
+                except (PathError, ValueError) as exc:  # ValueError: int() of 5,000 digits
                     err(f"message path: {exc}", fnode.id, field + ".path")
         for out_name in fnode.outputs:
             if spec.output(out_name) is None:

@@ -419,3 +419,168 @@ def test_new_id_avoids_taken_ids():
 def test_problem_text_without_a_node():
     assert str(Problem(file="f", field="format", message="bad")) == "f: format: bad"
     assert str(Problem(file="f", message="bad", severity="warning")) == "f: warning: bad"
+
+
+# -- malformed files: exit 2 and one message naming the place --------------------
+
+def cli_validate(path: Path, capsys) -> tuple[int, str]:
+    """``switchboard validate`` in this process: exit code and stderr."""
+    from runtime import cli
+
+    capsys.readouterr()
+    try:
+        code = cli.main(["validate", str(path)])
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "Traceback" not in err
+    return code, err
+
+
+def deep_list(levels: int, leaf=None) -> list:
+    value = [] if leaf is None else leaf
+    for _ in range(levels - 1):  # built in a loop: json.dumps would recurse
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("bad_id, kind", [(5, "a number"), (None, "null"), (["a"], "an array"),
+                                          ({"x": 1}, "an object"), (True, "true")])
+def test_a_node_id_that_is_not_text_names_the_node_by_index(tmp_path, capsys, bad_id, kind):
+    data = flow_data([N("a", "core.inject"), {"id": bad_id, "type": "core.debug"}], ["a->b"])
+    p = only(refusal(tmp_path, data))
+    assert (p.node, p.node_index, p.field) == (None, 1, "id")
+    assert f"not {kind}" in p.message
+    code, err = cli_validate(tmp_path / "f.flow.json", capsys)
+    assert code == 2
+    assert err.splitlines() == [f"{tmp_path / 'f.flow.json'}: node #1, id: {p.message}"]
+
+
+@pytest.mark.parametrize("entry, kind", [(3, "a number"), ("b", "text"), (None, "null"),
+                                         ([{"id": "b"}], "an array")])
+def test_a_node_entry_that_is_not_an_object_names_its_index(tmp_path, capsys, entry, kind):
+    data = flow_data([N("a", "core.inject"), N("d", "core.debug"), N("e", "core.debug"), entry],
+                     ["a->d", "a->e"])
+    p = only(refusal(tmp_path, data))
+    assert (p.node, p.node_index, p.field) == (None, 3, None)
+    assert p.message == f"a node must be a JSON object, not {kind}"
+    code, err = cli_validate(tmp_path / "f.flow.json", capsys)
+    assert code == 2
+    assert err == f"{tmp_path / 'f.flow.json'}: node #3: a node must be a JSON object, not {kind}\n"
+
+
+def test_a_wire_that_is_not_an_object_names_its_index(tmp_path):
+    data = {**GOOD, "wires": [*GOOD["wires"], "a->b"]}
+    p = only(refusal(tmp_path, data))
+    assert (p.node, p.field) == (None, "wires[1]")
+    assert p.message == "a wire must be a JSON object, not text"
+
+
+def test_a_wire_end_of_the_wrong_shape(tmp_path):
+    data = {**GOOD, "wires": [{"from": "a.out", "to": ["b", "in", "x"]}]}
+    problems = refusal(tmp_path, data)
+    assert [(p.field, p.message) for p in problems] == [
+        ("wires[0].from", "must be a JSON array, not text"),
+        ("wires[0].to", "Tuple should have at most 2 items, not 3")]
+
+
+def test_5000_levels_in_a_param_value_are_refused_by_place(tmp_path, capsys):
+    # The JSON parser itself gives up at about 1,000 levels: the place is a
+    # line and column of the file.
+    value = "[" * 5000 + "]" * 5000
+    text = ('{"format": "switchboard.flow/1",\n "nodes": [\n  {"id": "a", "type": "core.inject",'
+            ' "params": {"payload": {"scope": "custom", "value": ' + value + '}}}]}')
+    p = only(refusal(tmp_path, text))
+    assert "nested too deeply" in p.message and "64 levels" in p.message
+    # Level 65 is the value's 60th bracket (5 levels of flow before it); columns count from 1.
+    assert p.field == f"line 3 column {text.splitlines()[2].index('[[') + 60}"
+    code, err = cli_validate(tmp_path / "f.flow.json", capsys)
+    assert code == 2 and err.startswith(f"{tmp_path / 'f.flow.json'}: line 3 column ")
+
+
+def test_nesting_the_parser_accepts_is_refused_by_node_and_field(tmp_path, capsys):
+    data = flow_data([N("a", "core.inject", payload={"x": deep_list(500)}), N("b", "core.debug")],
+                     ["a->b"])
+    p = only(refusal(tmp_path, data))
+    assert p.node == "a" and p.field.startswith("params.payload.value.x[0][0]")
+    assert "nested too deeply" in p.message
+    code, err = cli_validate(tmp_path / "f.flow.json", capsys)
+    assert code == 2
+    assert err.startswith(f"{tmp_path / 'f.flow.json'}: node 'a', params.payload.value.x[0]")
+
+
+def test_64_levels_are_allowed_65_are_not():
+    def flow_with_value_levels(n: int) -> dict:
+        # root, nodes, node, params, setting: 5 levels before the value
+        return flow_data([N("a", "core.inject", payload=deep_list(n))])
+    parse_flow(flow_with_value_levels(64 - 5))
+    with pytest.raises(FlowError, match="nested too deeply"):
+        parse_flow(flow_with_value_levels(65 - 5))
+
+
+@pytest.mark.parametrize("text", ["[" * 5000 + "]" * 5000, '{"a": ' * 5000 + "1" + "}" * 5000,
+                                  '{"format": "switchboard.flow/1", "nodes": '
+                                  + "[" * 5000 + "]" * 5000 + "}"])
+def test_5000_levels_at_top_level_are_refused(tmp_path, capsys, text):
+    p = only(refusal(tmp_path, text))
+    assert "nested too deeply" in p.message and p.field.startswith("line 1 column ")
+    code, err = cli_validate(tmp_path / "f.flow.json", capsys)
+    assert code == 2 and "nested too deeply" in err
+
+
+@pytest.mark.parametrize("data", [
+    deep_list(5000),
+    {"format": FORMAT, "nodes": deep_list(5000)},
+    {"format": FORMAT, "x": deep_list(5000, {})},
+    {"format": FORMAT, "nodes": [{"id": "a", "type": "core.inject",
+                                  "params": {"payload": {"scope": "custom",
+                                                         "value": deep_list(5000)}}}]},
+])
+def test_parse_flow_refuses_5000_levels_with_a_flow_error(data):
+    # Data made in code can be deeper than any JSON file; still only FlowError.
+    with pytest.raises(FlowError):
+        parse_flow(data)
+
+
+def test_deep_data_names_the_node_and_field():
+    data = {"format": FORMAT, "nodes": [N("a", "core.debug"), {
+        "id": "b", "type": "core.inject",
+        "params": {"payload": {"scope": "custom", "value": deep_list(5000)}}}]}
+    with pytest.raises(FlowError) as info:
+        parse_flow(data, "f")
+    p = only(info.value.problems)
+    assert (p.node, p.node_index) == ("b", 1)
+    assert p.field == "params.payload.value[0][0][0][0][0]..."
+
+
+def test_a_lone_surrogate_is_refused_where_it_is(tmp_path):
+    text = json.dumps(flow_data([N("a", "core.inject", payload=["ok", "x\ud800"])]))
+    assert "\\ud800" in text
+    p = only(refusal(tmp_path, text))
+    assert (p.node, p.field) == ("a", "params.payload.value[1]")
+    assert "lone surrogate" in p.message
+    # A proper pair is one character, and fine.
+    load_flow(write(tmp_path, json.dumps(flow_data([N("a", "core.inject", payload="\U0001f600")]))))
+
+
+def test_a_number_of_5000_digits_is_refused(tmp_path):
+    text = json.dumps(GOOD).replace('"hi"', "9" * 5000)
+    p = only(refusal(tmp_path, text))
+    assert p.message.startswith("invalid JSON: Exceeds the limit (4300 digits)")
+    assert "set_int_max_str_digits" not in p.message
+
+
+def test_a_huge_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    path = write(tmp_path, GOOD)
+    monkeypatch.setattr(flow_mod.Path, "read_text", lambda *a, **k: pytest.fail("read"))
+    monkeypatch.setattr(flow_mod, "MAX_FILE_BYTES", path.stat().st_size - 1)
+    p = only(refusal(tmp_path, GOOD))
+    assert "may be at most" in p.message
+
+
+def test_problem_text_with_a_node_index():
+    assert str(Problem(file="f", node_index=3, message="bad")) == "f: node #3: bad"
+    assert str(Problem(file="f", node_index=3, field="id", message="bad")) == "f: node #3, id: bad"
+    # The id, when there is one, names the node.
+    assert str(Problem(file="f", node="a", node_index=3, field="id", message="bad")) == \
+        "f: node 'a', id: bad"
