@@ -4,10 +4,14 @@ every problem."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
 import tempfile
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -16,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     FiniteFloat,
+    PrivateAttr,
     ValidationError,
     field_validator,
 )
@@ -99,6 +104,7 @@ class Flow(BaseModel):
     description: str | None = None
     nodes: list[FlowNode] = Field(default_factory=list)
     wires: list[Wire] = Field(default_factory=list)
+    _index: _NodeIndex = PrivateAttr(default_factory=lambda: _NodeIndex())
 
     @field_validator("format", mode="before")
     @classmethod
@@ -108,10 +114,25 @@ class Flow(BaseModel):
         return v
 
     def node(self, node_id: str) -> FlowNode | None:
-        for n in self.nodes:
-            if n.id == node_id:
-                return n
-        return None
+        """The first node with this id, or None. Constant time: positions by
+        id are cached for the current ``nodes`` list and every hit is checked
+        against the list, so appending, removing, replacing or renaming nodes
+        in place (as the designer does) is seen at once."""
+        nodes = self.nodes
+        ix = self._index
+        if ix.nodes is nodes:
+            i = ix.pos.get(node_id)
+            if i is not None and i < len(nodes) and nodes[i].id == node_id:
+                return nodes[i]
+            if len(nodes) == ix.length and i is None:
+                # Same list, same length, id never seen: only a node renamed
+                # or replaced in place could have it. Look, as before.
+                found = next((n for n in nodes if n.id == node_id), None)
+                if found is None:
+                    return None
+        ix.rebuild(nodes)
+        i = ix.pos.get(node_id)
+        return nodes[i] if i is not None else None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"format": self.format, "name": self.name}
@@ -134,6 +155,36 @@ class Flow(BaseModel):
         while f"{base}{i}" in taken:
             i += 1
         return f"{base}{i}"
+
+
+class _NodeIndex:
+    """Flow.node()'s cache: first position of each id in one list object.
+    Not part of a flow's value: any two compare equal and a copied flow
+    starts with an empty one."""
+
+    __slots__ = ("nodes", "length", "pos")
+
+    def __init__(self) -> None:
+        self.nodes: list[FlowNode] | None = None
+        self.length = 0
+        self.pos: dict[str, int] = {}
+
+    def rebuild(self, nodes: list[FlowNode]) -> None:
+        pos: dict[str, int] = {}
+        for i, n in enumerate(nodes):
+            pos.setdefault(n.id, i)
+        self.nodes, self.length, self.pos = nodes, len(nodes), pos
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _NodeIndex)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __copy__(self) -> _NodeIndex:
+        return _NodeIndex()
+
+    def __deepcopy__(self, memo: dict) -> _NodeIndex:
+        return _NodeIndex()
 
 
 class Problem(BaseModel):
@@ -340,23 +391,27 @@ def load_flow(path: str | Path, registry: Registry | None = None, *, validate: b
         raise FlowError([Problem(file=file, message="file not found")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise FlowError([Problem(file=file, message=f"cannot read: {exc}")]) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FlowError([Problem(file=file, field=f"line {exc.lineno} column {exc.colno}",
-                                 message=f"invalid JSON: {exc.msg}")]) from None
-    except RecursionError:
-        raise FlowError([Problem(file=file, field=_deep_place(text),
-                                 message=_TOO_DEEP)]) from None
-    except ValueError as exc:  # an integer of more than 4,300 digits
-        why = str(exc).split(";")[0]  # not the advice to call sys.set_int_max_str_digits
-        raise FlowError([Problem(file=file, message=f"invalid JSON: {why}")]) from None
-    flow = _parse(data, file, check_text=_SURROGATE_ESCAPE.search(text) is not None)
-    del data, text
-    if validate:
-        errors = [p for p in validate_flow(flow, registry, file=file) if p.severity == "error"]
-        if errors:
-            raise FlowError(errors)
+    # Loading builds millions of objects and no cycles: the cyclic collector
+    # would only walk them over and over (it was half the time of loading a
+    # 100,000-node flow).
+    with _no_gc():
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise FlowError([Problem(file=file, field=f"line {exc.lineno} column {exc.colno}",
+                                     message=f"invalid JSON: {exc.msg}")]) from None
+        except RecursionError:
+            raise FlowError([Problem(file=file, field=_deep_place(text),
+                                     message=_TOO_DEEP)]) from None
+        except ValueError as exc:  # an integer of more than 4,300 digits
+            why = str(exc).split(";")[0]  # not the advice to call sys.set_int_max_str_digits
+            raise FlowError([Problem(file=file, message=f"invalid JSON: {why}")]) from None
+        flow = _parse(data, file, check_text=_SURROGATE_ESCAPE.search(text) is not None)
+        del data, text
+        if validate:
+            errors = [p for p in validate_flow(flow, registry, file=file) if p.severity == "error"]
+            if errors:
+                raise FlowError(errors)
     return flow
 
 
@@ -378,6 +433,17 @@ def _deep_place(text: str) -> str | None:
         elif ch in ("]", "}"):
             depth -= 1
     return None
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def save_flow(flow: Flow, path: str | Path) -> None:
@@ -456,9 +522,35 @@ def tool_name(spec: NodeSpec, fnode: FlowNode) -> str | None:
     return spec.tool.name
 
 
+class _Ports:
+    """One node type's port names, worked out once per validation."""
+
+    __slots__ = ("spec", "registry", "static", "inputs", "kinds")
+
+    def __init__(self, spec: NodeSpec, registry: Registry) -> None:
+        self.spec, self.registry = spec, registry
+        dynamic = spec.dynamic_outputs and registry.get(spec.type) is not None
+        self.static = None if dynamic else [p.name for p in spec.outputs]
+        self.inputs = {p.name for p in spec.inputs}
+        self.kinds = {p.name: p.kind for p in spec.outputs}
+
+    def outputs(self, fnode: FlowNode) -> list[str]:
+        if self.static is not None:
+            return self.static
+        return output_ports(self.spec, self.registry, fnode)
+
+
 def validate_flow(flow: Flow, registry: Registry | None = None, *, file: str = "") -> list[Problem]:
-    """Every problem with a parsed flow: errors (refused) and warnings."""
-    registry = registry or Registry.default()
+    """Every problem with a parsed flow: errors (refused) and warnings.
+    Linear in nodes + wires: one pass over each, dicts by id, one search for
+    reachability."""
+    with _no_gc():  # it builds a few objects per node and wire, none in a cycle
+        return _validate(flow, registry or Registry.default(), file)
+
+
+def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
+    from .message import PathError, parse_path
+
     problems: list[Problem] = []
 
     def err(message: str, node: str | None = None, field: str | None = None) -> None:
@@ -469,12 +561,12 @@ def validate_flow(flow: Flow, registry: Registry | None = None, *, file: str = "
                                 message=message))
 
     specs: dict[str, NodeSpec] = {}
-    seen: set[str] = set()
+    seen: dict[str, FlowNode] = {}  # the first node of each id, as Flow.node() finds it
     for fnode in flow.nodes:
         if fnode.id in seen:
             err(f"duplicate node id '{fnode.id}'", fnode.id, "id")
             continue
-        seen.add(fnode.id)
+        seen[fnode.id] = fnode
         spec = registry.spec(fnode.type)
         if spec is None:
             err(f"unknown node type '{fnode.type}'", fnode.id, "type")
@@ -482,10 +574,10 @@ def validate_flow(flow: Flow, registry: Registry | None = None, *, file: str = "
         specs[fnode.id] = spec
         for pname, pval in fnode.params.items():
             pspec = spec.param(pname)
-            field = f"params.{pname}"
             if pspec is None:
-                err(f"unknown param '{pname}' for {spec.type}", fnode.id, field)
+                err(f"unknown param '{pname}' for {spec.type}", fnode.id, f"params.{pname}")
                 continue
+            field = f"params.{pname}"
             if not pspec.allows(pval.scope):
                 if pval.scope is Scope.AI:
                     err(f"scope 'ai' is not allowed: the author of {spec.type} did not let the AI "
@@ -500,8 +592,6 @@ def validate_flow(flow: Flow, registry: Registry | None = None, *, file: str = "
                 if why:
                     err(why, fnode.id, field + ".value")
             elif pval.scope is Scope.MESSAGE:
-                from .message import PathError, parse_path
-
                 try:
                     parse_path(pval.path or "")
                 except (PathError, ValueError) as exc:  # ValueError: int() of 5,000 digits
@@ -521,36 +611,35 @@ def validate_flow(flow: Flow, registry: Registry | None = None, *, file: str = "
 
     tools_by_agent: dict[str, dict[str, str]] = {}
     wire_keys: set[tuple] = set()
+    ports: dict[str, _Ports] = {}  # by node type: what each wire is checked against
     for i, wire in enumerate(flow.wires):
         (src, sport), (dst, dport) = wire.source, wire.target
-        field = f"wires[{i}]"
         key = (src, sport, dst, dport)
         if key in wire_keys:
-            err(f"duplicate wire {src}.{sport} -> {dst}.{dport}", src, field)
+            err(f"duplicate wire {src}.{sport} -> {dst}.{dport}", src, f"wires[{i}]")
             continue
         wire_keys.add(key)
         sspec, dspec = specs.get(src), specs.get(dst)
         if src not in seen:
-            err(f"wire from unknown node '{src}'", None, field + ".from")
+            err(f"wire from unknown node '{src}'", None, f"wires[{i}].from")
         if dst not in seen:
-            err(f"wire to unknown node '{dst}'", None, field + ".to")
+            err(f"wire to unknown node '{dst}'", None, f"wires[{i}].to")
         if sspec is None or dspec is None:
             continue
-        src_node = flow.node(src)
-        assert src_node is not None
-        out_names = output_ports(sspec, registry, src_node)
+        sports = ports.get(sspec.type) or ports.setdefault(sspec.type, _Ports(sspec, registry))
+        dports = ports.get(dspec.type) or ports.setdefault(dspec.type, _Ports(dspec, registry))
+        out_names = sports.outputs(seen[src])
         if sport not in out_names:
             err(f"unknown output port '{sport}' on {sspec.type} (has: {', '.join(out_names) or 'none'})",
-                src, field + ".from")
+                src, f"wires[{i}].from")
             continue
-        if dport not in [p.name for p in dspec.inputs]:
+        if dport not in dports.inputs:
             ins = ", ".join(p.name for p in dspec.inputs) or "none"
-            err(f"unknown input port '{dport}' on {dspec.type} (has: {ins})", dst, field + ".to")
+            err(f"unknown input port '{dport}' on {dspec.type} (has: {ins})", dst, f"wires[{i}].to")
             continue
-        port_kind = next((p.kind for p in sspec.outputs if p.name == sport), "out")
-        if port_kind == "tools":
-            dst_node = flow.node(dst)
-            assert dst_node is not None
+        if sports.kinds.get(sport, "out") == "tools":
+            field = f"wires[{i}]"
+            dst_node = seen[dst]
             if dspec.tool is None:
                 err(f"{dspec.type} declares no tool, so it cannot be wired to the tools port of "
                     f"'{src}'", dst, field)
@@ -563,24 +652,30 @@ def validate_flow(flow: Flow, registry: Registry | None = None, *, file: str = "
             else:
                 agent_tools[name] = dst
 
-    # Graph analysis: warnings only, cycles are allowed.
-    if not flow.nodes:
-        return problems
-    import networkx as nx
-
-    graph = flow_graph(flow)
-    sources = [n for n in graph if specs.get(n) and (specs[n].source or not specs[n].inputs)]
-    reachable: set[str] = set()
-    for s in sources:
-        reachable.add(s)
-        reachable |= nx.descendants(graph, s)
+    # Graph analysis: warnings only, cycles are allowed. Every wire between
+    # two nodes of the flow counts, whatever its ports.
+    successors: dict[str, list[str]] = {}
+    wired_in: set[str] = set()
+    for wire in flow.wires:
+        src, dst = wire.source[0], wire.target[0]
+        if src in seen and dst in seen:
+            successors.setdefault(src, []).append(dst)
+            wired_in.add(dst)
+    # One search from all sources at once: each node and wire is seen once.
+    reachable = {n for n, spec in specs.items() if spec.source or not spec.inputs}
+    todo = deque(reachable)
+    while todo:
+        for nxt in successors.get(todo.popleft(), ()):
+            if nxt not in reachable:
+                reachable.add(nxt)
+                todo.append(nxt)
     for fnode in flow.nodes:
         spec = specs.get(fnode.id)
-        if spec is None:
+        if spec is None or spec.type == "core.catch":
             continue
-        if spec.inputs and graph.in_degree(fnode.id) == 0 and spec.type != "core.catch":
+        if spec.inputs and fnode.id not in wired_in:
             warn("input is not connected", fnode.id, "in")
-        elif fnode.id not in reachable and spec.type != "core.catch" and graph.in_degree(fnode.id):
+        elif fnode.id not in reachable and fnode.id in wired_in:
             warn("no source reaches this node", fnode.id)
     return problems
 

@@ -584,3 +584,69 @@ def test_problem_text_with_a_node_index():
     # The id, when there is one, names the node.
     assert str(Problem(file="f", node="a", node_index=3, field="id", message="bad")) == \
         "f: node 'a', id: bad"
+
+
+# -- Flow.node: an index by id that follows changes to the node list --------------
+
+def test_node_lookup_follows_changes_to_the_list():
+    flow = make_flow([N("a", "core.inject"), N("b", "core.debug"), N("c", "core.debug")])
+    assert flow.node("b") is flow.nodes[1]
+    assert flow.node("zz") is None
+    flow.nodes.append(FlowNode(id="d", type="core.debug"))
+    assert flow.node("d") is flow.nodes[3]
+    del flow.nodes[0]  # every position moves
+    assert flow.node("a") is None and flow.node("c") is flow.nodes[1]
+    new_b = FlowNode(id="b", type="core.inject")
+    flow.nodes[0] = new_b  # replaced in place, same id, same length
+    assert flow.node("b") is new_b
+    flow.nodes[1].id = "renamed"  # renamed in place
+    assert flow.node("c") is None and flow.node("renamed") is flow.nodes[1]
+    flow.nodes[2] = FlowNode(id="e", type="core.debug")  # a new id, same length
+    assert flow.node("e") is flow.nodes[2] and flow.node("d") is None
+    flow.nodes = [FlowNode(id="x", type="core.debug")]  # a new list
+    assert flow.node("x") is flow.nodes[0] and flow.node("b") is None
+
+
+def test_node_lookup_finds_the_first_of_duplicate_ids():
+    flow = make_flow([N("a", "core.inject"), N("b", "core.debug"), N("a", "core.debug")])
+    assert flow.node("a") is flow.nodes[0]
+    del flow.nodes[0]
+    assert flow.node("a") is flow.nodes[1]
+
+
+def test_the_lookup_index_is_not_part_of_the_flows_value():
+    import copy
+
+    flow = make_flow([N("a", "core.inject"), N("b", "core.debug")])
+    twin = make_flow([N("a", "core.inject"), N("b", "core.debug")])
+    assert flow.node("a") is not None  # builds the index of one of them
+    assert flow == twin
+    clone = copy.deepcopy(flow)
+    assert clone == flow and clone.node("b") is clone.nodes[1]
+    copied = flow.model_copy(deep=True)
+    copied.nodes.pop()
+    assert copied.node("b") is None and flow.node("b") is flow.nodes[1]
+
+
+def test_validation_does_not_look_nodes_up_one_by_one(monkeypatch):
+    # A lookup per wire was what made validating 100,000 nodes take minutes.
+    data = flow_data([N("a", "core.inject"), N("ag", "test.agent"), N("t", "test.lookup"),
+                      N("d", "core.debug")], ["a->ag", "ag.tools->t", "ag->d"])
+    flow = make_flow(data["nodes"], [f"{w['from'][0]}.{w['from'][1]}->{w['to'][0]}"
+                                     for w in data["wires"]])
+    monkeypatch.setattr(Flow, "node", lambda self, i: pytest.fail("Flow.node called"))
+    assert validate_flow(flow, REGISTRY) == []
+
+
+def test_reachability_from_many_sources_at_once(tmp_path):
+    # Two sources share a long chain; a loop hangs off it and a separate loop
+    # has no source at all.
+    nodes = [N("s1", "core.inject"), N("s2", "core.inject")]
+    nodes += [N(f"c{i}", "test.record") for i in range(50)]
+    nodes += [N("x", "test.record"), N("y", "test.record")]
+    wires = ["s1->c0", "s2->c0"] + [f"c{i}->c{i + 1}" for i in range(49)] + ["c49->c0",
+                                                                              "x->y", "y->x"]
+    flow = load_flow(write(tmp_path, flow_data(nodes, wires)), REGISTRY)
+    problems = validate_flow(flow, REGISTRY)
+    assert {(p.node, p.message) for p in problems} == {("x", "no source reaches this node"),
+                                                        ("y", "no source reaches this node")}
