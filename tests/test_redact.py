@@ -250,8 +250,6 @@ async def test_echoed_auth_never_reaches_the_next_llm_request(mechanism, monkeyp
 
 
 @pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
-@pytest.mark.xfail(strict=True, reason="needs mail.send to register the login: "
-                   "register_secret(password, username=username); drop this mark once it does")
 async def test_echoed_auth_plain_token_is_hidden_whole(monkeypatch, tmp_path):
     """Without the username only the password's base64 core inside the AUTH
     PLAIN token is hidden; the characters that mix it with the user name

@@ -13,7 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from runtime.message import Message
-from runtime.node import AI, CUSTOM, MESSAGE, Node, NodeConfigError, Output, Param, Tool, node
+from runtime.node import (
+    AI,
+    CUSTOM,
+    MESSAGE,
+    Node,
+    NodeConfigError,
+    Output,
+    Param,
+    Tool,
+    node,
+    register_secret,
+)
 
 SMTP_TIMEOUT = 30.0
 DEFAULT_MAX_RECIPIENTS = 100
@@ -108,7 +119,9 @@ class SendMail(Node):
         host = self.smtp_host.get(msg) or "localhost"
         port = self.smtp_port.get(msg)
         username = self.username.get(msg) or None
-        password = self.password.get(msg) if username else None
+        # Registered with the user name, so that the AUTH PLAIN token
+        # (base64 of \0user\0password) an echoing server sends back is masked whole.
+        password = register_secret(self.password.get(msg), username) if username else None
         try:
             errors, _ = await aiosmtplib.send(
                 mail, sender=_bare(sender), recipients=[_bare(r) for r in recipients],
