@@ -148,7 +148,8 @@ class NodeRuntime:
     def debug(self, value: Any, msg: dict | None = None) -> None:
         bus = self.engine.bus
         if bus.active:
-            bus.publish(Debug(node=self.id, name=self.node.name, value=to_jsonable(value),
+            bus.publish(Debug(node=self.id, name=self.node.name,
+                              value=to_jsonable(value, text=redact),
                               msgid=(msg or {}).get("_msgid", "")))
 
     def log(self, text: str, level: str = "info") -> None:
@@ -160,7 +161,7 @@ class NodeRuntime:
         self.budget -= 1
         if self.budget == 0:
             self.gate -= 1
-        store.append(to_jsonable(msg, limit=SNAPSHOT_LIMIT))
+        store.append(to_jsonable(msg, limit=SNAPSHOT_LIMIT, text=redact))
 
 
 #: RunFinished.status for each reason (the short form the designer shows).
@@ -573,11 +574,12 @@ class Engine:
 
     def _trace_hop(self, rt: NodeRuntime, wire: WireRuntime, msg: dict) -> None:
         if self._record:
-            wire.last = to_jsonable(msg, limit=SNAPSHOT_LIMIT)
+            wire.last = to_jsonable(msg, limit=SNAPSHOT_LIMIT, text=redact)
         if self.bus.active:
             port = self.flow.wires[wire.index].source[1]
             self.bus.publish(MessageSent(source=rt.id, port=port, target=wire.target.id,
-                                         wire=wire.index, msg=to_jsonable(msg, limit=SNAPSHOT_LIMIT)))
+                                         wire=wire.index, msg=to_jsonable(msg, limit=SNAPSHOT_LIMIT,
+                                                                       text=redact)))
 
     # -- errors -------------------------------------------------------------
     def _node_failed(self, rt: NodeRuntime, msg: dict | None, exc: BaseException,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -202,21 +203,27 @@ class Message(dict):
         return self.get("_msgid", "")
 
 
-def to_jsonable(value: Any, *, limit: int = 0, depth: int = MAX_JSONABLE_DEPTH) -> Any:
+def to_jsonable(value: Any, *, limit: int = 0, depth: int = MAX_JSONABLE_DEPTH,
+                text: Callable[[str], str] | None = None) -> Any:
     """Values as JSON can carry them (for events and the inspector); anything
     else becomes its repr. ``limit`` truncates long strings; containers
     nested deeper than ``depth`` become a short note, so that whatever a
-    model or a node produced, an event can always be written out."""
+    model or a node produced, an event can always be written out. ``text``,
+    if given, rewrites every string first (the engine masks secrets with it)."""
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
+        if text is not None:
+            value = text(value)
         return value if not limit or len(value) <= limit else value[:limit] + "…"
     if isinstance(value, (dict, list, tuple)):
         if depth <= 0:
             return f"<{type(value).__name__} nested more than {MAX_JSONABLE_DEPTH} levels>"
         if isinstance(value, dict):
-            return {str(k): to_jsonable(v, limit=limit, depth=depth - 1) for k, v in value.items()}
-        return [to_jsonable(v, limit=limit, depth=depth - 1) for v in value]
+            return {str(k): to_jsonable(v, limit=limit, depth=depth - 1, text=text)
+                    for k, v in value.items()}
+        return [to_jsonable(v, limit=limit, depth=depth - 1, text=text) for v in value]
     if isinstance(value, (bytes, bytearray)):
         return f"<{len(value)} bytes>"
-    return repr(value)
+    rendered = repr(value)
+    return text(rendered) if text is not None else rendered

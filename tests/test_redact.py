@@ -260,3 +260,27 @@ async def test_echoed_auth_plain_token_is_hidden_whole(monkeypatch, tmp_path):
         result, rec, _ = await run(flow)
     [error] = rec.of("node.error")
     assert error.message.endswith("535 5.7.8 Authentication failed: AUTH PLAIN ***")
+
+
+# -- messages recorded for the inspector ----------------------------------------------
+
+MSG_PW = "in-a-message-pa55-6620"
+
+
+async def test_a_secret_inside_a_message_is_masked_in_debug_stats_and_trace():
+    # A model that typed a secret into tool arguments, or a node that put one
+    # in the message: the recorded copies (stats' last messages, message.sent,
+    # debug values) go through redact like every other text that leaves.
+    from tests.runtime_fixtures import N, make_flow
+    from tests.runtime_fixtures import run as run_flow
+
+    register_secret(MSG_PW)
+    flow = make_flow([N("src", "core.inject", payload={"note": f"key={MSG_PW}"}),
+                      N("r", "test.record"), N("d", "core.debug", path="msg")],
+                     ["src->r", "r->d"])
+    r = await run_flow(flow, trace=True, record=True)
+    text = json.dumps([e.model_dump(mode="json") for e in r.events])
+    assert "key=***" in text
+    assert_clean(text, MSG_PW)
+    # The message itself is the flow's data and stays as it was.
+    assert r.node("r").seen[0]["payload"]["note"] == f"key={MSG_PW}"
