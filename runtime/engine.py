@@ -48,7 +48,7 @@ from .message import (
     new_msgid,
     to_jsonable,
 )
-from .node import DROP, Node, NodeConfigError, redact
+from .node import DROP, Node, NodeConfigError, redact, run_in_thread
 from .registry import Registry
 from .spec import NodeSpec
 
@@ -649,8 +649,6 @@ class Engine:
                     await rt.on_message(msg)
             elif rt.node.blocking:
                 # In a thread, so that the caller's timeout can fire.
-                from .tools import run_in_thread
-
                 await run_in_thread(rt.on_message, msg)
             else:
                 rt.on_message(msg)

@@ -489,10 +489,9 @@ class Node:
         thread, so that the event loop (and, in the designer, the window)
         stays responsive. Call it from an ``async def on_message``; the
         function must not touch the message router (no ``send`` from it)."""
-        import asyncio
         import functools
 
-        return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
+        return await run_in_thread(functools.partial(fn, *args, **kwargs))
 
     def show_status(self, text: str = "", color: str = "", state: str = "idle") -> None:
         if self._rt is not None:
@@ -564,3 +563,42 @@ def node(
         return cls
 
     return wrap
+
+
+async def run_in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a new daemon thread; awaiting it can be cancelled (a
+    tool timeout, the run stopping) though the thread cannot be: it runs on
+    and its result is dropped. A daemon thread rather than an executor's
+    worker, so that a call that never returns keeps neither the loop's
+    shutdown nor the process's exit waiting for it."""
+    import asyncio
+    import contextvars
+
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if fut.done():
+            return  # cancelled meanwhile: the result is dropped
+        if ok:
+            fut.set_result(value)
+        else:
+            fut.set_exception(value)
+
+    def work() -> None:
+        try:
+            result = ctx.run(fn, *args)
+        except Exception as exc:  # noqa: BLE001 - handed to the awaiting task
+            outcome: tuple[bool, Any] = (False, exc)
+        except BaseException as exc:  # SystemExit in a thread: an error, not an exit
+            outcome = (False, RuntimeError(f"{type(exc).__name__} in a blocking node"))
+        else:
+            outcome = (True, result)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits for this any more
+
+    threading.Thread(target=work, name="switchboard-blocking-tool", daemon=True).start()
+    return await fut

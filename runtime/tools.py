@@ -25,11 +25,9 @@ refused before anything recurses into them, and one LLM turn runs at most
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import itertools
 import json
 import re
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -724,38 +722,3 @@ class ToolBridge:
 
 
 # -- blocking nodes -----------------------------------------------------------
-
-async def run_in_thread(fn: Callable[[Any], Any], arg: Any) -> Any:
-    """``fn(arg)`` in a new daemon thread; awaiting it can be cancelled (a
-    tool timeout, the run stopping) though the thread cannot be: it runs on
-    and its result is dropped. A daemon thread rather than an executor's
-    worker, so that a call that never returns keeps neither the loop's
-    shutdown nor the process's exit waiting for it."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future = loop.create_future()
-    ctx = contextvars.copy_context()
-
-    def settle(ok: bool, value: Any) -> None:
-        if fut.done():
-            return  # cancelled meanwhile: the result is dropped
-        if ok:
-            fut.set_result(value)
-        else:
-            fut.set_exception(value)
-
-    def work() -> None:
-        try:
-            result = ctx.run(fn, arg)
-        except Exception as exc:  # noqa: BLE001 - handed to the awaiting task
-            outcome: tuple[bool, Any] = (False, exc)
-        except BaseException as exc:  # SystemExit in a thread: an error, not an exit
-            outcome = (False, RuntimeError(f"{type(exc).__name__} in a blocking node"))
-        else:
-            outcome = (True, result)
-        try:
-            loop.call_soon_threadsafe(settle, *outcome)
-        except RuntimeError:
-            pass  # the loop is closed: nobody waits for this any more
-
-    threading.Thread(target=work, name="switchboard-blocking-tool", daemon=True).start()
-    return await fut

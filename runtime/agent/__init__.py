@@ -11,6 +11,7 @@ agent never pays for loading one."""
 
 from __future__ import annotations
 
-from .base import LlmReply, Provider, ProviderError, ToolCallRequest, make_provider
+from .base import LlmReply, Provider, ProviderError, ToolCallRequest
+from .providers import make_provider
 
 __all__ = ["LlmReply", "Provider", "ProviderError", "ToolCallRequest", "make_provider"]

@@ -176,23 +176,3 @@ def _status_message(exc: BaseException) -> str:
 def _short(text: str, limit: int = 500) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-PROVIDERS = ("openai", "anthropic", "scripted")
-
-
-def make_provider(name: str, **config: Any) -> Provider:
-    """A provider by name; SDKs are imported here, not before."""
-    if name == "openai":
-        from .openai_provider import OpenAIProvider
-
-        return OpenAIProvider(**config)
-    if name == "anthropic":
-        from .anthropic_provider import AnthropicProvider
-
-        return AnthropicProvider(**config)
-    if name == "scripted":
-        from .scripted import ScriptedProvider
-
-        return ScriptedProvider(**config)
-    raise NodeConfigError(f"unknown provider '{name}' (one of: {', '.join(PROVIDERS)})")
