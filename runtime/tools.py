@@ -29,6 +29,7 @@ import itertools
 import json
 import re
 import time
+import types
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -574,6 +575,24 @@ def new_caller_id() -> str:
     return f"{_caller_prefix}-{_caller_seq:x}"
 
 
+@types.coroutine
+def _resume(coro: Any, pending: Any) -> Any:
+    """Go on awaiting ``coro`` after its first step (taken by hand) yielded
+    ``pending``: hand that future to the task that awaits us, then delegate.
+    A cancellation (the tool timeout, the run stopping) thrown at the first
+    wait goes into ``coro`` as ``await`` would have sent it."""
+    while True:
+        try:
+            yield pending
+        except BaseException as exc:  # noqa: BLE001 - CancelledError and friends go to coro
+            try:
+                pending = coro.throw(exc)
+            except StopIteration as done:
+                return done.value
+            continue
+        return (yield from coro)
+
+
 class ToolBridge:
     """An agent's side of its tools: the schemas its LLM sees, and calls
     routed to the tool nodes as ``tool_request`` messages.
@@ -663,16 +682,23 @@ class ToolBridge:
             return out
 
         req = self.request(base, caller_id, tool, args)
-        rt = self.engine.nodes[tool.node_id]
         try:
-            # A plain-function node runs to the end without yielding, so no
-            # timer could interrupt it: only coroutines, and plain functions
-            # that declare they block (they run in a thread), get one.
-            if timeout and (rt.is_async or rt.node.blocking):
-                async with asyncio.timeout(timeout):
-                    resp = await self.engine.run_as_tool(tool.node_id, req)
+            # The call's first step runs here and now; most tools (and every
+            # plain-function node) finish in it, and no timer could interrupt
+            # a step anyway. Only a call that suspends (I/O, a blocking node's
+            # thread) gets its timer, for the rest of its run: a timer per
+            # call cost as much as the call itself.
+            step = self.engine.run_as_tool(tool.node_id, req)
+            try:
+                pending = step.send(None)
+            except StopIteration as done:
+                resp = done.value
             else:
-                resp = await self.engine.run_as_tool(tool.node_id, req)
+                if timeout:
+                    async with asyncio.timeout(timeout):
+                        resp = await _resume(step, pending)
+                else:
+                    resp = await _resume(step, pending)
         except TimeoutError:
             out = ToolOutcome(call_id, caller_id, name, node_id, args, "error",
                               error=f"the tool did not finish within {timeout:g} s "

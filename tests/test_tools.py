@@ -491,3 +491,47 @@ async def test_a_secret_in_a_tool_output_is_masked_before_the_llm_sees_it(monkey
     _, rec, _ = await run(flow)
     last = rec.of("llm.request")[-1].messages[-1]
     assert last["role"] == "tool" and last["content"] == '{"echoed": "***"}'
+
+
+async def test_resume_after_a_first_step_taken_by_hand_behaves_as_await():
+    # ToolBridge.call takes a tool's first step itself (no timer when the
+    # tool finishes in it) and hands the rest to _resume: values, exceptions
+    # and a cancellation at the first wait must come out as with `await`.
+    from runtime.tools import _resume
+
+    log = []
+
+    async def tool(fail: bool):
+        await asyncio.sleep(0)
+        try:
+            await asyncio.sleep(0)
+        finally:
+            log.append("cleanup")
+        if fail:
+            raise ValueError("boom")
+        return "done"
+
+    async def by_hand(fail: bool):
+        coro = tool(fail)
+        return await _resume(coro, coro.send(None))
+
+    assert await by_hand(False) == "done"
+    with pytest.raises(ValueError, match="boom"):
+        await by_hand(True)
+
+    async def stuck():
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await asyncio.sleep(0)  # cleanup that itself awaits, then give up
+            log.append("cancelled")
+            raise
+
+    async def stuck_by_hand():
+        coro = stuck()
+        async with asyncio.timeout(0.01):
+            return await _resume(coro, coro.send(None))
+
+    with pytest.raises(TimeoutError):
+        await stuck_by_hand()
+    assert log == ["cleanup", "cleanup", "cancelled"]
