@@ -593,6 +593,24 @@ def _resume(coro: Any, pending: Any) -> Any:
         return (yield from coro)
 
 
+class _Running:
+    """A tool call whose node did not finish in its first step."""
+
+    __slots__ = ("call_id", "caller_id", "name", "node_id", "args", "t0", "step", "pending")
+
+    def __init__(self, call_id: str, caller_id: str, name: str, node_id: str, args: Any,
+                 t0: float) -> None:
+        self.call_id, self.caller_id, self.name = call_id, caller_id, name
+        self.node_id, self.args, self.t0 = node_id, args, t0
+        self.step: Any = None
+        self.pending: Any = None
+
+    def outcome(self, status: str, *, data: Any = None, error: str = "") -> ToolOutcome:
+        return ToolOutcome(self.call_id, self.caller_id, self.name, self.node_id, self.args,
+                           status, data=data, error=error,
+                           ms=(time.perf_counter() - self.t0) * 1000)
+
+
 class ToolBridge:
     """An agent's side of its tools: the schemas its LLM sees, and calls
     routed to the tool nodes as ``tool_request`` messages.
@@ -618,13 +636,34 @@ class ToolBridge:
         over: list[Any] = []
         if max_calls and len(calls) > max_calls:
             calls, over = calls[:max_calls], calls[max_calls:]
-        if len(calls) <= 1 or all(self._inline(c[1]) for c in calls):
-            # A plain-function node never yields to the loop, so tasks would
-            # only run these one after the other anyway: skip making them.
-            out = [await self.call(base, c[0], c[1], c[2], timeout) for c in calls]
-        else:
-            out = list(await asyncio.gather(
-                *(self.call(base, c[0], c[1], c[2], timeout) for c in calls)))
+        # Each call's checks and first step run here, in call order; a call
+        # still going after it (it awaits I/O) goes on in a task of its own,
+        # and those run concurrently. A call that finishes in its first
+        # step (every plain-function node, any tool that does not wait)
+        # costs no task and no timer.
+        out: list[Any] = []
+        running: list[tuple[int, _Running]] = []
+        for c in calls:
+            started = self._begin(base, c[0], c[1], c[2])
+            if isinstance(started, _Running):
+                running.append((len(out), started))
+                out.append(None)
+            else:
+                out.append(started)
+        if len(running) == 1:
+            i, r = running[0]
+            out[i] = await self._wait(r, timeout)
+        elif running:
+            loop = asyncio.get_running_loop()
+            tasks = [loop.create_task(self._wait(r, timeout)) for _, r in running]
+            try:
+                results = await asyncio.gather(*tasks)
+            except BaseException:
+                for t in tasks:
+                    t.cancel()
+                raise
+            for (i, _), result in zip(running, results, strict=True):
+                out[i] = result
         if over:
             total = len(calls) + len(over)
             why = (f"too many tool calls in one turn: {total} asked, and "
@@ -632,13 +671,6 @@ class ToolBridge:
                    "this call did not run, make it again in the next turn")
             out += [self.refuse(c[0], c[1], c[2], why) for c in over]
         return out
-
-    def _inline(self, name: str) -> bool:
-        tool = self.tools.get(name)
-        if tool is None:
-            return True
-        node = self.engine.nodes[tool.node_id]
-        return not node.is_async and not node.node.blocking
 
     def refuse(self, call_id: str, name: Any, raw_args: Any, why: str) -> ToolOutcome:
         """A call that never reaches its node (past max_tool_calls_per_turn):
@@ -658,6 +690,15 @@ class ToolBridge:
 
     async def call(self, base: dict, call_id: str, name: str, raw_args: Any,
                    timeout: float | None = DEFAULT_TOOL_TIMEOUT) -> ToolOutcome:
+        started = self._begin(base, call_id, name, raw_args)
+        if isinstance(started, _Running):
+            return await self._wait(started, timeout)
+        return started
+
+    def _begin(self, base: dict, call_id: str, name: str, raw_args: Any) -> ToolOutcome | _Running:
+        """A call's checks, events and request, and the tool's first step,
+        run now: a ToolOutcome if that settled it, else the call still going.
+        The first step needs no timer: nothing could interrupt it anyway."""
         t0 = time.perf_counter()
         bus = self.engine.bus
         caller_id = new_caller_id()
@@ -680,47 +721,44 @@ class ToolBridge:
                               bounded=bounded)
             self._published(out)
             return out
-
-        req = self.request(base, caller_id, tool, args)
+        running = _Running(call_id, caller_id, name, node_id, args, t0)
+        running.step = self.engine.run_as_tool(tool.node_id, self.request(base, caller_id, tool,
+                                                                          args))
         try:
-            # The call's first step runs here and now; most tools (and every
-            # plain-function node) finish in it, and no timer could interrupt
-            # a step anyway. Only a call that suspends (I/O, a blocking node's
-            # thread) gets its timer, for the rest of its run: a timer per
-            # call cost as much as the call itself.
-            step = self.engine.run_as_tool(tool.node_id, req)
-            try:
-                pending = step.send(None)
-            except StopIteration as done:
-                resp = done.value
+            running.pending = running.step.send(None)
+        except StopIteration as done:
+            return self._settled(running, done.value)
+        return running
+
+    async def _wait(self, r: _Running, timeout: float | None) -> ToolOutcome:
+        """The rest of a call that suspended in its first step, under its
+        timeout (entered here, in the task that awaits the call)."""
+        try:
+            if timeout:
+                async with asyncio.timeout(timeout):
+                    resp = await _resume(r.step, r.pending)
             else:
-                if timeout:
-                    async with asyncio.timeout(timeout):
-                        resp = await _resume(step, pending)
-                else:
-                    resp = await _resume(step, pending)
+                resp = await _resume(r.step, r.pending)
         except TimeoutError:
-            out = ToolOutcome(call_id, caller_id, name, node_id, args, "error",
-                              error=f"the tool did not finish within {timeout:g} s "
-                                    "(tool_timeout_seconds) and was cancelled",
-                              ms=(time.perf_counter() - t0) * 1000)
+            out = r.outcome("error", error=f"the tool did not finish within {timeout:g} s "
+                                           "(tool_timeout_seconds) and was cancelled")
         except asyncio.CancelledError:
-            out = ToolOutcome(call_id, caller_id, name, node_id, args, "error",
-                              error="cancelled: the run stopped",
-                              ms=(time.perf_counter() - t0) * 1000)
+            out = r.outcome("error", error="cancelled: the run stopped")
             self._published(out)
             raise
         else:
-            if resp.get(TOOL_CALLER_ID) != caller_id:  # correlation is by caller id
-                raise RuntimeError(f"tool response for {resp.get(TOOL_CALLER_ID)!r}, "
-                                   f"expected {caller_id!r}")
-            ms = (time.perf_counter() - t0) * 1000
-            if resp.get(TOOL_STATUS) == "success":
-                out = ToolOutcome(call_id, caller_id, name, node_id, args, "success",
-                                  data=resp.get(TOOL_DATA), ms=ms)
-            else:
-                out = ToolOutcome(call_id, caller_id, name, node_id, args, "error",
-                                  error=redact(str(resp.get(TOOL_ERROR) or "failed")), ms=ms)
+            return self._settled(r, resp)
+        self._published(out)
+        return out
+
+    def _settled(self, r: _Running, resp: dict) -> ToolOutcome:
+        if resp.get(TOOL_CALLER_ID) != r.caller_id:  # correlation is by caller id
+            raise RuntimeError(f"tool response for {resp.get(TOOL_CALLER_ID)!r}, "
+                               f"expected {r.caller_id!r}")
+        if resp.get(TOOL_STATUS) == "success":
+            out = r.outcome("success", data=resp.get(TOOL_DATA))
+        else:
+            out = r.outcome("error", error=redact(str(resp.get(TOOL_ERROR) or "failed")))
         self._published(out)
         return out
 
