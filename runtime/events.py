@@ -7,25 +7,43 @@ event so that not even the model is constructed."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter
 
 log = logging.getLogger(__name__)
 
 
-class Event(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass(slots=True, kw_only=True)
+class Event:
+    """One fact of a run. A plain slotted dataclass, cheap to build on hot
+    paths (a tool call makes two); pydantic validates and serialises it at
+    the edges: parse_event() when reading, model_dump_json() when writing."""
 
-    type: str
-    ts: float = Field(default_factory=time.time)
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    type: str = ""
+    ts: float = field(default_factory=time.time)
     run_id: str = ""
 
+    def model_dump_json(self) -> str:
+        return _adapter_of(type(self)).dump_json(self).decode()
 
+    def model_dump(self, *, mode: str = "python") -> dict[str, Any]:
+        return _adapter_of(type(self)).dump_python(self, mode=mode)
+
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> Event:
+        return dataclasses.replace(self, **(update or {}))
+
+
+@dataclass(slots=True, kw_only=True)
 class RunStarted(Event):
     type: Literal["run.started"] = "run.started"
     flow: str = ""
@@ -34,6 +52,7 @@ class RunStarted(Event):
     trace: bool = False
 
 
+@dataclass(slots=True, kw_only=True)
 class RunFinished(Event):
     """The last event of every run, however it ended.
 
@@ -49,11 +68,12 @@ class RunFinished(Event):
     status: Literal["ok", "error", "stopped", "timeout"] = "ok"
     reason: Literal["completed", "failed", "timeout", "interrupted"] = "completed"
     message: str = ""
-    in_flight: dict[str, int] = Field(default_factory=dict)
+    in_flight: dict[str, int] = field(default_factory=dict)
     duration_ms: float = 0.0
     errors: int = 0
 
 
+@dataclass(slots=True, kw_only=True)
 class NodeStatus(Event):
     type: Literal["node.status"] = "node.status"
     node: str
@@ -62,6 +82,7 @@ class NodeStatus(Event):
     state: Literal["idle", "running", "done", "error"] = "idle"
 
 
+@dataclass(slots=True, kw_only=True)
 class Debug(Event):
     type: Literal["debug"] = "debug"
     node: str
@@ -70,6 +91,7 @@ class Debug(Event):
     msgid: str = ""
 
 
+@dataclass(slots=True, kw_only=True)
 class NodeError(Event):
     type: Literal["node.error"] = "node.error"
     node: str
@@ -79,6 +101,7 @@ class NodeError(Event):
     caught: bool = False
 
 
+@dataclass(slots=True, kw_only=True)
 class ToolCall(Event):
     type: Literal["tool.call"] = "tool.call"
     agent: str
@@ -88,6 +111,7 @@ class ToolCall(Event):
     args: Any = None  # exactly as the LLM sent them (parsed if it parsed, else the raw text)
 
 
+@dataclass(slots=True, kw_only=True)
 class ToolResult(Event):
     type: Literal["tool.result"] = "tool.result"
     agent: str
@@ -101,6 +125,7 @@ class ToolResult(Event):
     ms: float = 0.0
 
 
+@dataclass(slots=True, kw_only=True)
 class LlmRequest(Event):
     type: Literal["llm.request"] = "llm.request"
     agent: str
@@ -108,33 +133,36 @@ class LlmRequest(Event):
     model: str = ""
     turn: int = 0
     message_count: int = 0
-    tools: list[str] = Field(default_factory=list)
-    messages: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
 
 
+@dataclass(slots=True, kw_only=True)
 class LlmResponse(Event):
     type: Literal["llm.response"] = "llm.response"
     agent: str
     turn: int = 0
     text: str = ""
-    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
-    usage: dict[str, int] = Field(default_factory=dict)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
     ms: float = 0.0
 
 
+@dataclass(slots=True, kw_only=True)
 class Stats(Event):
     type: Literal["stats"] = "stats"
     # node id -> {"in": n, "out": n, "errors": n, "active": n}
-    nodes: dict[str, dict[str, int]] = Field(default_factory=dict)
+    nodes: dict[str, dict[str, int]] = field(default_factory=dict)
     # wire index (in the flow's wire list) -> messages carried
-    wires: dict[str, int] = Field(default_factory=dict)
+    wires: dict[str, int] = field(default_factory=dict)
     # node id -> {"in": [msg, ...], "out": [msg, ...]} newest last
-    last: dict[str, dict[str, list[Any]]] = Field(default_factory=dict)
+    last: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
     # wire index -> its last message
-    last_wire: dict[str, Any] = Field(default_factory=dict)
+    last_wire: dict[str, Any] = field(default_factory=dict)
     elapsed_ms: float = 0.0
 
 
+@dataclass(slots=True, kw_only=True)
 class MessageSent(Event):
     type: Literal["message.sent"] = "message.sent"
     source: str
@@ -144,6 +172,7 @@ class MessageSent(Event):
     msg: Any = None
 
 
+@dataclass(slots=True, kw_only=True)
 class Log(Event):
     type: Literal["log"] = "log"
     node: str = ""
@@ -157,6 +186,11 @@ AnyEvent = Annotated[
     Field(discriminator="type"),
 ]
 _adapter: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+
+
+@functools.cache
+def _adapter_of(cls: type) -> TypeAdapter[Any]:
+    return TypeAdapter(cls)
 
 
 def parse_event(data: str | bytes | dict) -> Event:
@@ -270,10 +304,10 @@ def _unserialisable(event: Event, exc: Exception) -> str:
     emptied."""
     note = f"<not serialisable: {type(exc).__name__}: {str(exc)[:200]}>"
     update: dict[str, Any] = {}
-    for name, info in type(event).model_fields.items():
-        value = getattr(event, name)
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
         if isinstance(value, (dict, list, tuple)):
-            update[name] = note if info.annotation is Any else type(value)()
+            update[f.name] = note if f.type in ("Any", Any) else type(value)()
     try:
         return event.model_copy(update=update).model_dump_json()
     except Exception:  # noqa: BLE001 - the last resort must not fail
