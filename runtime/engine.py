@@ -727,9 +727,10 @@ def error_text(exc: BaseException) -> str:
     return redact(text)[:2000]
 
 
-def tool_response(request: dict, *, data: Any = None, error: str | None = None) -> Message:
-    """The answer to a tool_request: the same message, retyped."""
-    resp = Message(request)
+def tool_response(request: dict, *, data: Any = None, error: str | None = None) -> dict:
+    """The answer to a tool_request: the same message, retyped in place (the
+    request is the call's own clone, and nobody reads it after the node)."""
+    resp = request
     resp[MESSAGE_TYPE] = TOOL_RESPONSE
     if error is None:
         resp[TOOL_STATUS] = "success"

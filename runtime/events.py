@@ -212,17 +212,20 @@ class EventBus:
 
     def __init__(self) -> None:
         self._subscribers: list[Subscriber] = []
+        self._fanout: tuple[Subscriber, ...] = ()
         self.active = False
         self.run_id = ""
         self.failures: dict[Subscriber, int] = {}
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         self._subscribers.append(fn)
+        self._fanout = tuple(self._subscribers)
         self.active = True
 
         def unsubscribe() -> None:
             if fn in self._subscribers:
                 self._subscribers.remove(fn)
+            self._fanout = tuple(self._subscribers)
             self.active = bool(self._subscribers)
 
         return unsubscribe
@@ -232,7 +235,9 @@ class EventBus:
             return
         if not event.run_id:
             event.run_id = self.run_id
-        for fn in tuple(self._subscribers):
+        # A tuple kept up to date by (un)subscribe: a subscriber that
+        # unsubscribes while an event goes round changes the next event only.
+        for fn in self._fanout:
             try:
                 fn(event)
             except Exception:

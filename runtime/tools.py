@@ -47,6 +47,7 @@ from .message import (
     TOOL_NAME,
     TOOL_REQUEST,
     TOOL_STATUS,
+    Message,
     deep_copy,
     to_jsonable,
 )
@@ -765,10 +766,7 @@ class ToolBridge:
     def request(self, base: dict, caller_id: str, tool: ToolDef, args: dict) -> dict:
         """The tool_request: a clone of the agent's message plus the reserved
         keys; the validated arguments travel only under ``__parameters__``."""
-        req = deep_copy(base)
-        for key in RESERVED_KEYS:
-            if key in req:
-                del req[key]
+        req = Message({k: deep_copy(v) for k, v in base.items() if k not in RESERVED_KEYS})
         req[MESSAGE_TYPE] = TOOL_REQUEST
         req[TOOL_CALLER_ID] = caller_id
         req[AGENT_NODE_ID] = self.agent_id
@@ -781,7 +779,7 @@ class ToolBridge:
         if bus.active:
             bus.publish(ToolResult(agent=self.agent_id, node=out.node, tool=out.tool,
                                    caller_id=out.caller_id, status=out.status,  # type: ignore[arg-type]
-                                   data=to_jsonable(out.data, limit=4000), error=out.error,
+                                   data=masked(out.data, 4000), error=out.error,
                                    ms=out.ms))
 
 
