@@ -209,20 +209,33 @@ def to_jsonable(value: Any, *, limit: int = 0, depth: int = MAX_JSONABLE_DEPTH,
     else becomes its repr. ``limit`` truncates long strings; containers
     nested deeper than ``depth`` become a short note, so that whatever a
     model or a node produced, an event can always be written out. ``text``,
-    if given, rewrites every string first (the engine masks secrets with it)."""
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    if isinstance(value, str):
+    if given, rewrites every string and key first (the engine and the tool
+    bridge mask secrets with it). Recursive, never deeper than ``depth``."""
+    return _jsonable(value, limit, depth, text)
+
+
+def _jsonable(value: Any, limit: int, depth: int, text: Callable[[str], str] | None) -> Any:
+    # Positional arguments and type() tests: events of tool calls go through here.
+    t = type(value)
+    if t is str:
         if text is not None:
             value = text(value)
         return value if not limit or len(value) <= limit else value[:limit] + "…"
-    if isinstance(value, (dict, list, tuple)):
+    if value is None or t is int or t is float or t is bool:
+        return value
+    if t is dict or t is list or isinstance(value, (dict, list, tuple)):
         if depth <= 0:
             return f"<{type(value).__name__} nested more than {MAX_JSONABLE_DEPTH} levels>"
+        depth -= 1
         if isinstance(value, dict):
-            return {str(k): to_jsonable(v, limit=limit, depth=depth - 1, text=text)
-                    for k, v in value.items()}
-        return [to_jsonable(v, limit=limit, depth=depth - 1, text=text) for v in value]
+            if text is None:
+                return {str(k): _jsonable(v, limit, depth, None) for k, v in value.items()}
+            return {text(str(k)): _jsonable(v, limit, depth, text) for k, v in value.items()}
+        return [_jsonable(v, limit, depth, text) for v in value]
+    if isinstance(value, str):  # a str subclass
+        return _jsonable(str(value), limit, depth, text)
+    if isinstance(value, (bool, int, float)):  # an int subclass, an enum
+        return value
     if isinstance(value, (bytes, bytearray)):
         return f"<{len(value)} bytes>"
     rendered = repr(value)

@@ -205,29 +205,24 @@ def event_args(value: Any, limit: int = 4000, *, checked: bool = False) -> Any:
 
 
 def masked(value: Any, limit: int = 0, depth: int = MAX_ARG_DEPTH + 8) -> Any:
-    """``to_jsonable`` and ``redact`` in one pass: values as JSON can carry
-    them, every string and key with secrets masked, strings longer than
-    ``limit`` cut (0: none), containers deeper than ``depth`` a short note.
-    Recursive, but never deeper than ``depth``."""
-    t = type(value)
-    if t is str:
-        text = redact(value)
-        return text if not limit or len(text) <= limit else text[:limit] + "…"
-    if value is None or t is bool or t is int or t is float:
-        return value
-    if isinstance(value, (dict, list, tuple)):
-        if depth <= 0:
-            return f"<{type(value).__name__} nested too deep>"
-        if isinstance(value, dict):
-            return {redact(str(k)): masked(v, limit, depth - 1) for k, v in value.items()}
-        return [masked(v, limit, depth - 1) for v in value]
-    if isinstance(value, str):
-        return masked(str(value), limit, depth)
-    if isinstance(value, (bool, int, float)):
-        return value
-    if isinstance(value, (bytes, bytearray)):
-        return f"<{len(value)} bytes>"
-    return redact(repr(value))
+    """``to_jsonable`` with every string and key through ``redact``: what
+    events and the agent's output may hold of an argument or a result."""
+    if type(value) is dict:
+        # Tool arguments and results are mostly one flat object of scalars:
+        # that case in one loop (two events per tool call go through here).
+        out = {}
+        for k, v in value.items():
+            tv = type(v)
+            if tv is str:
+                v = redact(v)
+                if limit and len(v) > limit:
+                    v = v[:limit] + "…"
+            elif not (v is None or tv is int or tv is float or tv is bool) or type(k) is not str:
+                break
+            out[redact(k)] = v
+        else:
+            return out
+    return to_jsonable(value, limit=limit, depth=depth, text=redact)
 
 
 # -- schemas ----------------------------------------------------------------
