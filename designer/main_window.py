@@ -54,6 +54,8 @@ def describe_problems(problems: list[Problem], limit: int = 12) -> str:
         where = []
         if p.node:
             where.append(f"node '{p.node}'")
+        elif p.node_index is not None:
+            where.append(f"node #{p.node_index}")
         if p.field:
             where.append(p.field)
         prefix = f"{', '.join(where)}: " if where else ""

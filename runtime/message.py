@@ -66,8 +66,10 @@ def _parse_path(path: str) -> tuple[str | int, ...]:
 
 def _is_index(raw: str) -> bool:
     # Only canonical ASCII numbers are indices: str.isdigit() also accepts
-    # "²" (int() then fails) and "01" (would name key "1", not "01").
-    return raw.isascii() and raw.isdigit() and (raw == "0" or raw[0] != "0")
+    # "²" (int() then fails) and "01" (would name key "1", not "01"). Past 18
+    # digits it is a key: no list is that long, and int() refuses > 4300.
+    return (raw.isascii() and raw.isdigit() and (raw == "0" or raw[0] != "0")
+            and len(raw) <= 18)
 
 
 def _step(container: Any, part: str | int) -> Any:

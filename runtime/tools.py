@@ -437,8 +437,10 @@ def build_tool(spec: NodeSpec, fnode: FlowNode) -> ToolDef:
                    check=compile_check(schema))
 
 
-def agent_tools(flow: Flow, agent_id: str, registry: Registry | None = None) -> list[ToolDef]:
-    """The tools of one agent, in wire order."""
+def agent_tools(flow: Flow, agent_id: str, registry: Registry | None = None, *,
+                wires: list[Any] | None = None) -> list[ToolDef]:
+    """The tools of one agent, in wire order. ``wires``: the agent's own
+    wires, when the caller has grouped them (else every wire is looked at)."""
     from .registry import Registry as _Registry
 
     registry = registry or _Registry.default()
@@ -448,7 +450,7 @@ def agent_tools(flow: Flow, agent_id: str, registry: Registry | None = None) -> 
         return []
     tool_ports = {p.name for p in aspec.outputs if p.kind == "tools"}
     out: list[ToolDef] = []
-    for wire in flow.wires:
+    for wire in flow.wires if wires is None else wires:
         if wire.source[0] != agent_id or wire.source[1] not in tool_ports:
             continue
         fnode = flow.node(wire.target[0])
@@ -465,11 +467,15 @@ def agent_tool_specs(flow: Flow, registry: Registry | None = None) -> dict[str, 
     from .registry import Registry as _Registry
 
     registry = registry or _Registry.default()
+    by_source: dict[str, list[Any]] = {}
+    for wire in flow.wires:  # once, not once per agent
+        by_source.setdefault(wire.source[0], []).append(wire)
     out: dict[str, list[dict]] = {}
     for fnode in flow.nodes:
         spec = registry.spec(fnode.type)
         if spec is not None and spec.has_tools_port:
-            out[fnode.id] = [t.function for t in agent_tools(flow, fnode.id, registry)]
+            out[fnode.id] = [t.function for t in agent_tools(
+                flow, fnode.id, registry, wires=by_source.get(fnode.id, []))]
     return out
 
 

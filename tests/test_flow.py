@@ -650,3 +650,27 @@ def test_reachability_from_many_sources_at_once(tmp_path):
     problems = validate_flow(flow, REGISTRY)
     assert {(p.node, p.message) for p in problems} == {("x", "no source reaches this node"),
                                                         ("y", "no source reaches this node")}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(2, 12).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n),
+    st.sets(st.integers(0, n - 1), max_size=3))))
+def test_reachability_warnings_agree_with_networkx(case):
+    # validate_flow's own search (linear, no networkx import at designer
+    # start) must say what networkx's descendants say on the same graph.
+    import networkx as nx
+
+    from runtime.flow import flow_graph
+
+    n, edges, injects = case
+    nodes = [N(f"n{i}", "core.inject" if i in injects else "core.change") for i in range(n)]
+    wires = sorted({f"n{a}->n{b}" for a, b in edges if b not in injects})
+    flow = make_flow(nodes, wires)
+    warned = {p.node for p in validate_flow(flow, REGISTRY)
+              if p.message == "no source reaches this node"}
+    graph = flow_graph(flow)
+    sources = [f"n{i}" for i in injects]
+    reached = set(sources).union(*(nx.descendants(graph, s) for s in sources))
+    wired_in = {v for _, v in graph.in_edges()}
+    assert warned == {v for v in graph if v in wired_in and v not in reached}

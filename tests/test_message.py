@@ -231,3 +231,12 @@ def test_clone_equals_original_and_is_independent(fields):
             v.append("scribble")
     scribble(copy)
     assert msg == before
+
+
+def test_a_huge_number_in_a_path_is_a_key_not_a_crash():
+    # int() refuses more than 4,300 digits; no list is that long anyway.
+    from runtime.message import parse_path
+
+    big = "9" * 5000
+    assert parse_path(f"payload.{big}") == ("payload", big)
+    assert parse_path("payload.123456789012345678") == ("payload", 123456789012345678)

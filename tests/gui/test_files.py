@@ -402,3 +402,12 @@ def test_design_file_on_the_command_line_offers_its_autosave(hello, dialogs, dat
     assert seen["flow"] == unsaved
     assert Path(seen["path"]).resolve() == hello.resolve() and seen["modified"]
     assert not recovery.exists()
+
+
+def test_the_open_dialog_names_a_node_by_its_place_when_its_id_cannot():
+    from designer.main_window import describe_problems
+    from runtime.flow import Problem
+
+    text = describe_problems([Problem(file="f.flow.json", node_index=1, field="id",
+                                      message="Input should be a valid string")])
+    assert text == "• node #1, id: Input should be a valid string"
