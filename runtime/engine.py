@@ -218,7 +218,7 @@ class Engine:
         self._message = ""
         self._in_flight: dict[str, int] = {}
         self._deadline = 0.0  # time.monotonic() past which deferred work is dropped
-        self.max_in_flight = max_in_flight or MAX_IN_FLIGHT
+        self.max_in_flight = max_in_flight or flow.settings.max_in_flight or MAX_IN_FLIGHT
         self._started = 0.0
         self._record = False
         self.running = False

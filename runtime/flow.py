@@ -96,12 +96,23 @@ class Wire(BaseModel):
         return {"from": list(self.source), "to": list(self.target)}
 
 
+class FlowSettings(BaseModel):
+    """How the flow's runs are bounded. A run option given on the command
+    line (``--max-in-flight``) or by the engine's caller wins over these."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Messages in flight past which a run fails as a message storm.
+    max_in_flight: int | None = Field(default=None, ge=1, le=100_000_000)
+
+
 class Flow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     format: Literal["switchboard.flow/1"] = FORMAT
     name: str = "Untitled"
     description: str | None = None
+    settings: FlowSettings = Field(default_factory=FlowSettings)
     nodes: list[FlowNode] = Field(default_factory=list)
     wires: list[Wire] = Field(default_factory=list)
     _index: _NodeIndex = PrivateAttr(default_factory=lambda: _NodeIndex())
@@ -138,6 +149,9 @@ class Flow(BaseModel):
         out: dict[str, Any] = {"format": self.format, "name": self.name}
         if self.description:
             out["description"] = self.description
+        settings = self.settings.model_dump(exclude_none=True)
+        if settings:
+            out["settings"] = settings
         out["nodes"] = [n.to_json() for n in self.nodes]
         out["wires"] = [w.to_json() for w in self.wires]
         return out

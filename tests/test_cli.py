@@ -397,3 +397,22 @@ def test_designer_without_a_display_says_so_instead_of_aborting(tmp_path):
     assert out.returncode == 2
     assert "no display found" in out.stderr and "switchboard run FLOW" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_max_in_flight_is_a_flow_setting_and_the_option_wins(tmp_path):
+    data = flow_data(STORM, STORM_WIRES)
+    data["settings"] = {"max_in_flight": 2000}
+    path = write(tmp_path, data)
+    r = sb("run", path, "--timeout", "5")
+    assert r.returncode == 1 and "(the limit is 2000)" in r.stderr
+    r = sb("run", path, "--timeout", "5", "--max-in-flight", "500")
+    assert r.returncode == 1 and "(the limit is 500)" in r.stderr
+
+
+@pytest.mark.parametrize("value", [0, -5, "many", 10**12])
+def test_a_bad_max_in_flight_setting_is_refused_where_it_is(tmp_path, value):
+    data = flow_data(STORM, STORM_WIRES)
+    data["settings"] = {"max_in_flight": value}
+    r = sb("validate", write(tmp_path, data))
+    assert r.returncode == 2 and "settings.max_in_flight" in r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr

@@ -674,3 +674,15 @@ def test_reachability_warnings_agree_with_networkx(case):
     reached = set(sources).union(*(nx.descendants(graph, s) for s in sources))
     wired_in = {v for _, v in graph.in_edges()}
     assert warned == {v for v in graph if v in wired_in and v not in reached}
+
+
+def test_flow_settings_round_trip_and_are_left_out_when_unset(tmp_path):
+    data = flow_data([N("a", "core.inject")])
+    flow = parse_flow(data)
+    assert "settings" not in flow.to_json()
+    data["settings"] = {"max_in_flight": 5000}
+    flow = parse_flow(data)
+    path = tmp_path / "s.flow.json"
+    save_flow(flow, path)
+    assert json.loads(path.read_text())["settings"] == {"max_in_flight": 5000}
+    assert load_flow(path, REGISTRY).settings.max_in_flight == 5000
