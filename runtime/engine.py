@@ -62,6 +62,11 @@ MAX_IN_FLIGHT = 100_000
 STATS_INTERVAL = 0.25
 LAST_MESSAGES = 5
 SNAPSHOT_LIMIT = 4000  # characters kept of a long string in a recorded message
+# Elements kept of a long list (keys of a large object) in a recorded message,
+# and in a debug value: recording costs what these allow, not what the
+# payload weighs (a 1 MB payload made every recorded hop walk 1 MB).
+SNAPSHOT_ITEMS = 100
+DEBUG_ITEMS = 1000
 
 
 class WireRuntime:
@@ -149,7 +154,7 @@ class NodeRuntime:
         bus = self.engine.bus
         if bus.active:
             bus.publish(Debug(node=self.id, name=self.node.name,
-                              value=to_jsonable(value, text=redact),
+                              value=to_jsonable(value, text=redact, items=DEBUG_ITEMS),
                               msgid=(msg or {}).get("_msgid", "")))
 
     def log(self, text: str, level: str = "info") -> None:
@@ -161,7 +166,7 @@ class NodeRuntime:
         self.budget -= 1
         if self.budget == 0:
             self.gate -= 1
-        store.append(to_jsonable(msg, limit=SNAPSHOT_LIMIT, text=redact))
+        store.append(to_jsonable(msg, limit=SNAPSHOT_LIMIT, text=redact, items=SNAPSHOT_ITEMS))
 
 
 #: RunFinished.status for each reason (the short form the designer shows).
@@ -574,12 +579,14 @@ class Engine:
 
     def _trace_hop(self, rt: NodeRuntime, wire: WireRuntime, msg: dict) -> None:
         if self._record:
-            wire.last = to_jsonable(msg, limit=SNAPSHOT_LIMIT, text=redact)
+            wire.last = to_jsonable(msg, limit=SNAPSHOT_LIMIT, text=redact,
+                                    items=SNAPSHOT_ITEMS)
         if self.bus.active:
             port = self.flow.wires[wire.index].source[1]
             self.bus.publish(MessageSent(source=rt.id, port=port, target=wire.target.id,
-                                         wire=wire.index, msg=to_jsonable(msg, limit=SNAPSHOT_LIMIT,
-                                                                       text=redact)))
+                                         wire=wire.index,
+                                         msg=to_jsonable(msg, limit=SNAPSHOT_LIMIT, text=redact,
+                                                         items=SNAPSHOT_ITEMS)))
 
     # -- errors -------------------------------------------------------------
     def _node_failed(self, rt: NodeRuntime, msg: dict | None, exc: BaseException,

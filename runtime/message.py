@@ -206,17 +206,20 @@ class Message(dict):
 
 
 def to_jsonable(value: Any, *, limit: int = 0, depth: int = MAX_JSONABLE_DEPTH,
-                text: Callable[[str], str] | None = None) -> Any:
+                text: Callable[[str], str] | None = None, items: int = 0) -> Any:
     """Values as JSON can carry them (for events and the inspector); anything
-    else becomes its repr. ``limit`` truncates long strings; containers
-    nested deeper than ``depth`` become a short note, so that whatever a
-    model or a node produced, an event can always be written out. ``text``,
+    else becomes its repr. ``limit`` truncates long strings; ``items`` (0:
+    none) keeps that many elements of a list or keys of an object and says
+    how many more there were; containers nested deeper than ``depth`` become
+    a short note. So whatever a model or a node produced, an event can be
+    written out, at a cost bounded by these rather than by the data. ``text``,
     if given, rewrites every string and key first (the engine and the tool
     bridge mask secrets with it). Recursive, never deeper than ``depth``."""
-    return _jsonable(value, limit, depth, text)
+    return _jsonable(value, limit, depth, text, items)
 
 
-def _jsonable(value: Any, limit: int, depth: int, text: Callable[[str], str] | None) -> Any:
+def _jsonable(value: Any, limit: int, depth: int, text: Callable[[str], str] | None,
+              items: int) -> Any:
     # Positional arguments and type() tests: events of tool calls go through here.
     t = type(value)
     if t is str:
@@ -229,13 +232,23 @@ def _jsonable(value: Any, limit: int, depth: int, text: Callable[[str], str] | N
         if depth <= 0:
             return f"<{type(value).__name__} nested more than {MAX_JSONABLE_DEPTH} levels>"
         depth -= 1
+        more = len(value) - items if items else 0
         if isinstance(value, dict):
+            pairs = itertools.islice(value.items(), items) if more > 0 else value.items()
             if text is None:
-                return {str(k): _jsonable(v, limit, depth, None) for k, v in value.items()}
-            return {text(str(k)): _jsonable(v, limit, depth, text) for k, v in value.items()}
-        return [_jsonable(v, limit, depth, text) for v in value]
+                out = {str(k): _jsonable(v, limit, depth, None, items) for k, v in pairs}
+            else:
+                out = {text(str(k)): _jsonable(v, limit, depth, text, items) for k, v in pairs}
+            if more > 0:
+                out["…"] = f"{more} more keys"
+            return out
+        elems = itertools.islice(value, items) if more > 0 else value
+        out_list = [_jsonable(v, limit, depth, text, items) for v in elems]
+        if more > 0:
+            out_list.append(f"… {more} more items")
+        return out_list
     if isinstance(value, str):  # a str subclass
-        return _jsonable(str(value), limit, depth, text)
+        return _jsonable(str(value), limit, depth, text, items)
     if isinstance(value, (bool, int, float)):  # an int subclass, an enum
         return value
     if isinstance(value, (bytes, bytearray)):

@@ -536,3 +536,29 @@ def test_the_jsonl_writer_never_loses_an_event_it_cannot_serialise(tmp_path):
     first, second = read_jsonl(path)
     assert first.caller_id == "c1" and first.args.startswith("<not serialisable: ")
     assert second.args == {"ok": 1}
+
+
+async def test_recorded_messages_and_debug_values_keep_a_bounded_number_of_items():
+    from runtime.engine import DEBUG_ITEMS, SNAPSHOT_ITEMS
+
+    big = list(range(5000))
+    flow = make_flow([N("src", "core.inject", payload=big), N("r", "test.record"),
+                      N("d", "core.debug")], ["src->r", "r->d"])
+    r = await run(flow, record=True, trace=True)
+    [snapshot] = r.of("stats")[-1].last["r"]["in"]
+    assert snapshot["payload"][:3] == [0, 1, 2]
+    assert len(snapshot["payload"]) == SNAPSHOT_ITEMS + 1
+    assert snapshot["payload"][-1] == f"… {5000 - SNAPSHOT_ITEMS} more items"
+    assert all(len(e.msg["payload"]) == SNAPSHOT_ITEMS + 1 for e in r.of("message.sent"))
+    [value] = r.debug("d")
+    assert len(value) == DEBUG_ITEMS + 1 and value[-1] == f"… {5000 - DEBUG_ITEMS} more items"
+    # The message itself is whole: only what is recorded of it is cut.
+    assert len(r.node("r").seen[0]["payload"]) == 5000
+
+
+def test_to_jsonable_cuts_objects_by_keys_too():
+    from runtime.message import to_jsonable
+
+    out = to_jsonable({f"k{i}": i for i in range(10)}, items=3)
+    assert out == {"k0": 0, "k1": 1, "k2": 2, "…": "7 more keys"}
+    assert to_jsonable([1, 2], items=3) == [1, 2]
