@@ -185,7 +185,11 @@ AnyEvent = Annotated[
     | LlmRequest | LlmResponse | Stats | MessageSent | Log,
     Field(discriminator="type"),
 ]
-_adapter: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+@functools.cache
+def _any_event() -> TypeAdapter[Any]:
+    # Built on first use (reading events back), not at import: it is most of
+    # this module's import time, and the designer starts without it.
+    return TypeAdapter(AnyEvent)
 
 
 @functools.cache
@@ -196,8 +200,8 @@ def _adapter_of(cls: type) -> TypeAdapter[Any]:
 def parse_event(data: str | bytes | dict) -> Event:
     """One JSON line (or dict) back into its typed event."""
     if isinstance(data, dict):
-        return _adapter.validate_python(data)
-    return _adapter.validate_json(data)
+        return _any_event().validate_python(data)
+    return _any_event().validate_json(data)
 
 
 Subscriber = Callable[[Event], None]
