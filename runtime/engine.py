@@ -295,7 +295,8 @@ class Engine:
             except TimeoutError:
                 self._end("timeout")
         finally:
-            self._in_flight = self.in_flight()
+            if not self._reason:
+                self._in_flight = self.in_flight()
             await self._shutdown()
             if stats_task:
                 stats_task.cancel()
@@ -311,6 +312,9 @@ class Engine:
         """End the run now for ``reason``; the first reason given wins."""
         if self._done is not None and not self._done.done():
             self._reason, self._message = reason, message
+            # What was unfinished, now: queued hops drain (dropped) before
+            # run() wakes up, and would no longer be seen then.
+            self._in_flight = self.in_flight()
             self._done.set_result(None)
 
     @property

@@ -562,3 +562,14 @@ def test_to_jsonable_cuts_objects_by_keys_too():
     out = to_jsonable({f"k{i}": i for i in range(10)}, items=3)
     assert out == {"k0": 0, "k1": 1, "k2": 2, "…": "7 more keys"}
     assert to_jsonable([1, 2], items=3) == [1, 2]
+
+
+async def test_a_timeout_names_the_hops_still_queued_when_it_fired():
+    # An endless inline loop continues past MAX_DEPTH on the next loop turn:
+    # when the timeout ends it, one hop is queued; that is work unfinished
+    # (exit 124), even though the queue drains before run() wakes up.
+    flow = make_flow([N("src", "core.inject", payload=1), N("loop", "core.change")],
+                     ["src->loop", "loop->loop"])
+    r = await run(flow, timeout=0.2)
+    assert r.result.reason == "timeout" and r.result.in_flight == {"loop": 1}
+    assert r.of("run.finished")[-1].in_flight == {"loop": 1}
