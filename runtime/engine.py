@@ -485,9 +485,12 @@ class Engine:
             self._forward(rt, msg, result, depth)
 
     def _run_deferred(self, rt: NodeRuntime, msg: dict) -> None:
+        # The deadline is checked while this hop still counts as in flight,
+        # so that the run's end names it as unfinished.
+        stopped = self._done.done() or self._past_deadline()  # type: ignore[union-attr]
         rt.deferred -= 1
         rt.gate -= 1
-        if self._done.done() or self._past_deadline():  # type: ignore[union-attr]
+        if stopped:
             # stop() or the timeout ended the run: a loop must not go on
             # running nodes (after close(), in a long-lived designer loop).
             self._inflight -= 1
