@@ -94,7 +94,7 @@ class NodeRuntime:
     __slots__ = (
         "engine", "node", "id", "spec", "fnode", "on_message", "is_async", "sem", "routes",
         "out_routes", "next", "incoming", "n_in", "n_out", "errors", "active", "last_in",
-        "last_out", "budget", "deferred", "gate", "tool_targets", "disabled",
+        "last_out", "budget", "deferred", "starting", "gate", "tool_targets", "disabled",
     )
 
     def __init__(self, engine: Engine, fnode: FlowNode, spec: NodeSpec) -> None:
@@ -114,6 +114,7 @@ class NodeRuntime:
         self.last_out: deque = deque(maxlen=LAST_MESSAGES)
         self.budget = 0
         self.deferred = 0
+        self.starting = 0  # tasks made for a message that have not run yet
         # Nonzero while a message must not take the chain loop's fast path
         # here: 1 for an async node, +1 while recording budget is left, +1
         # per deferred message. One test per hop instead of three.
@@ -327,8 +328,10 @@ class Engine:
 
     def in_flight(self) -> dict[str, int]:
         """Per node, messages it is still handling or that wait for it."""
-        return {rt.id: rt.active + rt.deferred for rt in self.nodes.values()
-                if rt.active or rt.deferred}
+        # A task cancelled before it ran leaves `starting` counted, but only
+        # after the run has ended, when nobody asks any more.
+        return {rt.id: rt.active + rt.deferred + rt.starting for rt in self.nodes.values()
+                if rt.active or rt.deferred or rt.starting}
 
     def _storm(self, rt: NodeRuntime) -> None:
         text = f"message storm at {rt.id}: {self._inflight} messages in flight " \
@@ -463,7 +466,8 @@ class Engine:
         if rt.budget > 0 and self._record:
             rt.record(rt.last_in, msg)
         if rt.is_async:
-            self._spawn(self._run_async(rt, msg), rt)
+            if self._spawn(self._run_async(rt, msg), rt) is not None:
+                rt.starting += 1
             return
         if depth > MAX_DEPTH or rt.deferred:
             if self._done.done():  # type: ignore[union-attr]
@@ -506,6 +510,7 @@ class Engine:
         self._settle()
 
     async def _run_async(self, rt: NodeRuntime, msg: dict) -> None:
+        rt.starting -= 1
         rt.active += 1
         try:
             if rt.sem is not None:

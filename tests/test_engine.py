@@ -573,3 +573,16 @@ async def test_a_timeout_names_the_hops_still_queued_when_it_fired():
     r = await run(flow, timeout=0.2)
     assert r.result.reason == "timeout" and r.result.in_flight == {"loop": 1}
     assert r.of("run.finished")[-1].in_flight == {"loop": 1}
+
+
+async def test_a_message_whose_task_has_not_started_yet_counts_as_in_flight():
+    # Stopped in the same turn as the message reached an async node: its
+    # task exists but has not run; the run's end still names it.
+    flow = make_flow([N("g", "test.gate")], [])
+    engine, events = engine_for(flow, keep_alive=True)
+    task = asyncio.ensure_future(engine.run())
+    await until(lambda: engine.running)
+    engine.inject("g", Message.new(1))
+    engine.stop()
+    result = await task
+    assert result.in_flight == {"g": 1}
