@@ -61,6 +61,9 @@ MAX_CATCHES = 10  # times one message may be caught before an error is final
 MAX_IN_FLIGHT = 100_000
 STATS_INTERVAL = 0.25
 LAST_MESSAGES = 5
+#: Deferred hops run per turn of the event loop, so that a flood of them
+#: lets timers, I/O and (in the designer) painting in between.
+DRAIN_BATCH = 10_000
 SNAPSHOT_LIMIT = 4000  # characters kept of a long string in a recorded message
 # Elements kept of a long list (keys of a large object) in a recorded message,
 # and in a debug value: recording costs what these allow, not what the
@@ -224,6 +227,8 @@ class Engine:
         self._message = ""
         self._in_flight: dict[str, int] = {}
         self._deadline = 0.0  # time.monotonic() past which deferred work is dropped
+        self._queue: deque[tuple[NodeRuntime, dict]] = deque()  # deferred hops, in order
+        self._drain_scheduled = False
         self.max_in_flight = max_in_flight or flow.settings.max_in_flight or MAX_IN_FLIGHT
         self._started = 0.0
         self._record = False
@@ -478,7 +483,10 @@ class Engine:
             rt.deferred += 1
             rt.gate += 1
             self._inflight += 1
-            self._loop.call_soon(self._run_deferred, rt, msg)  # type: ignore[union-attr]
+            self._queue.append((rt, msg))
+            if not self._drain_scheduled:
+                self._drain_scheduled = True
+                self._loop.call_soon(self._drain)  # type: ignore[union-attr]
             return
         try:
             result = rt.on_message(msg)
@@ -487,6 +495,20 @@ class Engine:
             return
         if result is not DROP:
             self._forward(rt, msg, result, depth)
+
+    def _drain(self) -> None:
+        """Run the hops deferred so far (at most DRAIN_BATCH), in the order
+        they were deferred; what they defer in turn waits for the next turn
+        of the event loop, as call_soon per hop would, but costs one loop
+        callback per batch instead of one per hop (qasync's are expensive)."""
+        self._drain_scheduled = False
+        queue, run = self._queue, self._run_deferred
+        for _ in range(min(len(queue), DRAIN_BATCH)):
+            rt, msg = queue.popleft()
+            run(rt, msg)
+        if queue and not self._drain_scheduled:
+            self._drain_scheduled = True
+            self._loop.call_soon(self._drain)  # type: ignore[union-attr]
 
     def _run_deferred(self, rt: NodeRuntime, msg: dict) -> None:
         # The deadline is checked while this hop still counts as in flight,
