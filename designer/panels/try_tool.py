@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from runtime.engine import Engine
+from runtime.events import EventBus
 from runtime.flow import Flow, FlowNode
 from runtime.message import (
     AGENT_NODE_ID,
@@ -93,7 +94,13 @@ async def call_tool(flow: Flow, node_id: str, raw_args: Any, registry: Registry 
     fnode.disabled = False
     # The node alone: nothing else of the flow runs, and its own start/close
     # (a connection it opens) bracket the one call.
-    engine = Engine(Flow(name=flow.name, nodes=[fnode]), registry)
+    # The LLM gets only a generic text for an unexpected exception (its text
+    # may hold paths or host names); the designer trying the tool is not the
+    # LLM and gets the whole (redacted) text, from the node.error event.
+    bus = EventBus()
+    errors: list[str] = []
+    bus.subscribe(lambda e: errors.append(e.message) if e.type == "node.error" else None)
+    engine = Engine(Flow(name=flow.name, nodes=[fnode]), registry, bus)
     rt = engine.nodes[node_id]
     req = Message.new(None)
     req[MESSAGE_TYPE] = TOOL_REQUEST
@@ -122,8 +129,9 @@ async def call_tool(flow: Flow, node_id: str, raw_args: Any, registry: Registry 
     if resp.get(TOOL_STATUS) == "success":
         return TryResult("success", data=resp.get("__tool_data__"), ms=ms, response=dict(resp),
                          args=args)
-    return TryResult("error", error=str(resp.get("__tool_error__") or "failed"), ms=ms,
-                     response=dict(resp), args=args)
+    return TryResult("error", error=errors[-1] if errors else str(resp.get("__tool_error__")
+                                                                 or "failed"),
+                     ms=ms, response=dict(resp), args=args)
 
 
 class _Field:

@@ -146,3 +146,24 @@ def test_with_the_real_main_window(qt_loop, qtbot, history, monkeypatch):
     assert history.runs()[0].flow == "Order triage"
     menu = window.build_node_menu("report")
     assert not any("Try as Tool" in a.text() for a in menu.actions())
+
+
+def test_try_as_tool_shows_the_designer_the_whole_error_the_llm_gets_only_in_short(
+        qt_loop, email_flow, tmp_path, qtbot):
+    # An unexpected exception reaches the LLM as its type and a generic
+    # reason (paths and host names stay out of the model's context); the
+    # person trying the tool sees the whole text.
+    from designer.panels.try_tool import call_tool
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    email_flow.node("mail").params["outbox_dir"] = ParamValue(
+        scope=Scope.CUSTOM, value=str(blocker / "outbox"))
+    task = qt_loop.create_task(call_tool(
+        email_flow, "mail", {"to": "grace@example.com", "subject": "Hi", "body": "Hello"}))
+    qtbot.waitUntil(task.done, timeout=10000)
+    result = task.result()
+    assert result.status == "error"
+    assert str(blocker) in result.error and "the tool failed unexpectedly" not in result.error
+    assert "the tool failed unexpectedly" in result.response["__tool_error__"]
+    assert str(blocker) not in result.response["__tool_error__"]
