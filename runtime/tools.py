@@ -104,35 +104,24 @@ def argument_problem(value: Any, max_depth: int = MAX_ARG_DEPTH,
     pop, push = stack.pop, stack.append
     while stack:
         container, depth = pop()
+        values = container
         if type(container) is dict:
-            for k, v in container.items():
-                size += (len(k) if type(k) is str else 8) + 4
-                tv = type(v)
-                if tv is str:
-                    size += len(v) + 2
-                elif tv is dict or tv is list:
-                    if depth >= max_depth:
-                        return _too_deep_text(max_depth)
-                    push((v, depth + 1))
-                    size += 2
-                else:
-                    size += 6
-                if size > limit:
-                    return _too_large_text(size, max_bytes or 0, estimated=True)
-        else:
-            for v in container:
-                tv = type(v)
-                if tv is str:
-                    size += len(v) + 4
-                elif tv is dict or tv is list:
-                    if depth >= max_depth:
-                        return _too_deep_text(max_depth)
-                    push((v, depth + 1))
-                    size += 3
-                else:
-                    size += 6
-                if size > limit:
-                    return _too_large_text(size, max_bytes or 0, estimated=True)
+            for k in container:
+                size += (len(k) if type(k) is str else 8) + 4  # "key": and a comma
+            values = container.values()
+        for v in values:
+            tv = type(v)
+            if tv is str:
+                size += len(v) + 4
+            elif tv is dict or tv is list:
+                if depth >= max_depth:
+                    return _too_deep_text(max_depth)
+                push((v, depth + 1))
+                size += 3
+            else:
+                size += 6
+            if size > limit:
+                return _too_large_text(size, max_bytes or 0, estimated=True)
     return None
 
 
