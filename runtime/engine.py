@@ -19,6 +19,7 @@ import logging
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,6 +150,10 @@ class NodeRuntime:
     def send(self, msg: dict, port: str = "out") -> None:
         self.engine._send_from(self, msg, port)
 
+    def resource(self, key: str, make: Callable[[], Any],
+                 close: Callable[[Any], Any] | None = None) -> Any:
+        return self.engine.resource(key, make, close)
+
     def status(self, text: str, color: str = "", state: str = "idle") -> None:
         bus = self.engine.bus
         if bus.active:
@@ -228,6 +233,8 @@ class Engine:
         self._in_flight: dict[str, int] = {}
         self._deadline = 0.0  # time.monotonic() past which deferred work is dropped
         self._queue: deque[tuple[NodeRuntime, dict]] = deque()  # deferred hops, in order
+        self._resources: dict[str, Any] = {}
+        self._closers: list[tuple[str, Callable[[Any], Any]]] = []
         self._drain_scheduled = False
         self.max_in_flight = max_in_flight or flow.settings.max_in_flight or MAX_IN_FLIGHT
         self._started = 0.0
@@ -374,7 +381,32 @@ class Engine:
                 await rt.node.close()
             except Exception as exc:
                 log.warning("node %s failed to close: %s", rt.id, exc)
+        await self._close_resources()
         self.running = False
+
+    # -- resources shared by the nodes of one run ---------------------------
+    def resource(self, key: str, make: Callable[[], Any],
+                 close: Callable[[Any], Any] | None = None) -> Any:
+        """The run's one ``key`` (an HTTP client, a browser session by name,
+        flow-scoped variables), made by ``make()`` the first time a node asks
+        and closed by ``close(value)`` (a function or a coroutine function)
+        when the run ends, after every node's close(), whatever happened."""
+        if key not in self._resources:
+            self._resources[key] = make()
+            if close is not None:
+                self._closers.append((key, close))
+        return self._resources[key]
+
+    async def _close_resources(self) -> None:
+        closers, self._closers = self._closers, []
+        for key, close in reversed(closers):
+            try:
+                result = close(self._resources.get(key))
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:  # one bad closer must not keep the others open
+                log.warning("could not close the run's %s: %s", key, exc)
+        self._resources.clear()
 
     def _finish(self) -> RunResult:
         duration = (time.perf_counter() - self._started) * 1000

@@ -405,6 +405,9 @@ class NodeServices(Protocol):
 
     def log(self, text: str, level: str = "info") -> None: ...
 
+    def resource(self, key: str, make: Callable[[], Any],
+                 close: Callable[[Any], Any] | None = None) -> Any: ...
+
 
 #: Every class ``@node`` declared in this process, by type id; the registry
 #: picks a package's classes from here after importing the package.
@@ -492,6 +495,16 @@ class Node:
         import functools
 
         return await run_in_thread(functools.partial(fn, *args, **kwargs))
+
+    def run_resource(self, key: str, make: Callable[[], Any],
+                     close: Callable[[Any], Any] | None = None) -> Any:
+        """Something shared by the nodes of one run (one HTTP client, a
+        browser session by name): made by ``make()`` when first asked for,
+        closed by ``close(value)`` when the run ends, whatever happens.
+        Outside a run (a node made by hand) each call makes a new one."""
+        if self._rt is None:
+            return make()
+        return self._rt.resource(key, make, close)
 
     def show_status(self, text: str = "", color: str = "", state: str = "idle") -> None:
         if self._rt is not None:

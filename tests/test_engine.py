@@ -23,6 +23,8 @@ from runtime.events import (
 )
 from runtime.flow import FlowError
 from runtime.message import Message
+from runtime.node import Node, node
+from runtime.registry import Registry
 from tests.runtime_fixtures import (
     REGISTRY,
     Lifecycle,
@@ -586,3 +588,31 @@ async def test_a_message_whose_task_has_not_started_yet_counts_as_in_flight():
     engine.stop()
     result = await task
     assert result.in_flight == {"g": 1}
+
+
+async def test_a_run_resource_is_made_once_shared_and_closed_when_the_run_ends():
+    log: list[str] = []
+
+    class Client:
+        def __init__(self) -> None:
+            log.append("made")
+
+        async def aclose(self) -> None:
+            log.append("closed")
+
+    @node("test.uses_client", name="Uses client", category="Test")
+    class UsesClient(Node):
+        def on_message(self, msg):
+            msg.setdefault("clients", []).append(
+                id(self.run_resource("client", Client, lambda c: c.aclose())))
+
+    from tests.runtime_fixtures import REGISTRY as base
+
+    reg = Registry([*base, UsesClient])
+    flow = make_flow([N("src", "core.inject", payload=1, count=2), N("a", "test.uses_client"),
+                      N("b", "test.uses_client"), N("s", "test.sink")],
+                     ["src->a", "a->b", "b->s"])
+    r = await run(flow, reg=reg)
+    clients = [c for m in r.node("s").seen for c in m["clients"]]
+    assert len(clients) == 4 and len(set(clients)) == 1
+    assert log == ["made", "closed"]
