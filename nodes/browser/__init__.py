@@ -1,0 +1,1 @@
+"""browser nodes (being written)."""

@@ -1,0 +1,1 @@
+"""files nodes (being written)."""

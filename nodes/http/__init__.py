@@ -1,0 +1,1 @@
+"""http nodes (being written)."""

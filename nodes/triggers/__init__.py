@@ -1,0 +1,1 @@
+"""triggers nodes (being written)."""
