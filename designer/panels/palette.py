@@ -41,6 +41,20 @@ def node_icon(spec):
     return icons.icon(spec.icon or "generic", spec.color or "#7a869a", 18)
 
 
+#: Categories in the order a flow is usually built: what starts it, what
+#: shapes messages, then what reaches the world. Others follow, A to Z.
+CATEGORY_ORDER = ["Triggers", "Core", "Sequence", "Variables", "AI", "HTTP", "Browser", "Files",
+                  "Tables", "Mail"]
+
+
+def category_order(spec) -> tuple:
+    try:
+        rank = CATEGORY_ORDER.index(spec.category)
+    except ValueError:
+        rank = len(CATEGORY_ORDER)
+    return (rank, spec.category, spec.name)
+
+
 class _CatalogTree(QTreeWidget):
     def mimeTypes(self) -> list[str]:  # noqa: N802 - Qt override
         return [NODE_MIME]
@@ -95,7 +109,7 @@ class Palette(QWidget):
         cats: dict[str, QTreeWidgetItem] = {}
         header_font = theme.ui_font(8.5)
         header_font.setBold(True)
-        for spec in self.registry.specs():
+        for spec in sorted(self.registry.specs(), key=category_order):
             cat = cats.get(spec.category)
             if cat is None:
                 cat = QTreeWidgetItem([spec.category.upper()])
