@@ -444,3 +444,17 @@ def test_wire_dropped_from_an_input_connects_the_new_nodes_output(window, qtbot)
     src = doc.flow.nodes[-1]
     assert src.type == "test.source"
     assert wires_of(doc) == [((src.id, "out"), ("dst", "in"))]
+
+
+def test_palette_lists_categories_in_the_order_a_flow_is_built(qtbot):
+    from designer.panels.palette import CATEGORY_ORDER, Palette
+    from runtime.registry import Registry
+
+    palette = Palette(Registry.default())
+    qtbot.addWidget(palette)
+    shown = [palette.tree.topLevelItem(i).text(0)
+             for i in range(palette.tree.topLevelItemCount())]
+    known = [c.upper() for c in CATEGORY_ORDER if c.upper() in shown]
+    assert shown[:len(known)] == known  # the known ones first, in that order
+    assert shown[len(known):] == sorted(shown[len(known):])  # then A to Z
+    assert shown.index("CORE") < shown.index("AI") < shown.index("MAIL")
