@@ -11,15 +11,15 @@ import threading
 
 import pytest
 
-from runtime.node import AI, CUSTOM, Node, NodeConfigError, Output, Param, Tool, node
-from runtime.registry import Registry
-from runtime.tools import (
+from runtime.arguments import (
     MAX_ARG_BYTES,
     MAX_ARG_DEPTH,
     argument_problem,
     parse_arguments,
     preview,
 )
+from runtime.node import AI, CUSTOM, Node, NodeConfigError, Output, Param, Tool, node
+from runtime.registry import Registry
 from tests.servers.flows import AI_SCOPE, EchoTool, agent_flow, registry, run, scripted
 
 MAIN_THREAD = threading.get_ident()

@@ -80,7 +80,8 @@ async def call_tool(flow: Flow, node_id: str, raw_args: Any, registry: Registry 
                     timeout: float = 60.0) -> TryResult:
     """Validate ``raw_args`` (a dict, or JSON text as an LLM sends it) against
     the tool's schema, then run the node alone in tool mode."""
-    from runtime.tools import new_caller_id, parse_arguments
+    from runtime.arguments import parse_arguments
+    from runtime.tools import new_caller_id
 
     registry = registry or Registry.default()
     t0 = time.perf_counter()

@@ -46,7 +46,8 @@ async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | N
                     temperature: float | None, max_tokens: int, max_turns: int,
                     tool_timeout: float | None,
                     max_tool_calls_per_turn: int | None = None) -> AgentResult:
-    from ..tools import MAX_TOOL_CALLS_PER_TURN, event_args, masked
+    from ..arguments import event_args, masked
+    from ..tools import MAX_TOOL_CALLS_PER_TURN
 
     max_calls = max_tool_calls_per_turn or MAX_TOOL_CALLS_PER_TURN
     conversation: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
@@ -135,7 +136,8 @@ def _call_text(o: ToolOutcome) -> str:
 
 
 def _no_tools(call: Any) -> ToolOutcome:
-    from ..tools import ToolOutcome, preview, short
+    from ..arguments import preview, short
+    from ..tools import ToolOutcome
 
     args = call.arguments
     args = short(args) if isinstance(args, str) else preview(args)
