@@ -211,3 +211,4 @@ def _smtp_reason(exc: BaseException) -> str:
     code = getattr(exc, "code", None)
     message = getattr(exc, "message", None) or str(exc)
     return f"{code} {message}" if code else str(message)
+from . import read  # noqa: E402,F401  (registers mail.read)
