@@ -142,9 +142,12 @@ async def test_attachments_are_saved_inside_the_folder_only(imap, folder, tmp_pa
         ("../../escape.txt", b"should land inside", "text/plain"),
         ("/etc/passwd", b"not the real one", "text/plain"),
         ("big.bin", b"\0" * 5000, "application/octet-stream"),
+        ("report.txt", b"numbers", "text/plain"),
     ]), folder)
     (tmp_path / "files").mkdir()
     (tmp_path / "files" / "invoice.pdf").write_bytes(b"older file, kept")
+    # A link planted in the folder, leading out of it, under a name the mail uses.
+    (tmp_path / "files" / "report.txt").symlink_to(tmp_path / "outside.txt")
     result, rec, _ = await run(read_flow(
         imap, folder=folder, mode="list", attachments_folder=str(tmp_path / "files"),
         max_attachment_bytes=4096), reg=REG)
@@ -156,7 +159,7 @@ async def test_attachments_are_saved_inside_the_folder_only(imap, folder, tmp_pa
     assert mail["html"].strip() == "<p>Invoice <b>attached</b>.</p>"
     assert mail["date"] == "2025-03-04T09:30:00+01:00"
     by_name = {a["filename"]: a for a in mail["attachments"]}
-    assert set(by_name) == {"invoice.pdf", "escape.txt", "passwd", "big.bin"}
+    assert set(by_name) == {"invoice.pdf", "escape.txt", "passwd", "big.bin", "report.txt"}
     saved = by_name["invoice.pdf"]
     # An existing file is never overwritten: the new one gets a free name.
     assert Path(saved["path"]).name == "invoice-1.pdf"
@@ -166,10 +169,13 @@ async def test_attachments_are_saved_inside_the_folder_only(imap, folder, tmp_pa
     for name in ("escape.txt", "passwd"):
         assert Path(by_name[name]["path"]).parent == tmp_path / "files"
     assert not (tmp_path / "escape.txt").exists()
+    assert Path(by_name["report.txt"]["path"]).name == "report-1.txt"
+    assert Path(by_name["report.txt"]["path"]).read_bytes() == b"numbers"
+    assert not (tmp_path / "outside.txt").exists()
     assert by_name["big.bin"]["path"] is None
     assert "max_attachment_bytes=4096" in by_name["big.bin"]["skipped"]
     assert sorted(p.name for p in (tmp_path / "files").iterdir()) == \
-        ["escape.txt", "invoice-1.pdf", "invoice.pdf", "passwd"]
+        ["escape.txt", "invoice-1.pdf", "invoice.pdf", "passwd", "report-1.txt", "report.txt"]
 
 
 async def test_max_messages_takes_the_newest_and_peek_leaves_them_unseen(imap, folder, tmp_path):

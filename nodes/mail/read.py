@@ -91,8 +91,10 @@ class ReadMail(Node):
     mode = Param(str, "each: one message per mail (payload: the mail); list: one message whose "
                  "payload is the list of mails", choices=["each", "list"], default="each",
                  allow=CUSTOM)
-    attachments_folder = Param(str, "Folder to save attachments in (created if missing); empty: "
-                               "attachments are listed but not saved", default="", allow=CUSTOM)
+    attachments_folder = Param(str, "Folder to save attachments in (created if missing; a "
+                               "relative one is inside the 'files' folder of Switchboard's data "
+                               "folder); empty: attachments are listed but not saved",
+                               default="", allow=CUSTOM)
     max_attachment_bytes = Param(int, "Largest attachment saved; a bigger one is listed with "
                                  "'skipped' instead", default=DEFAULT_MAX_ATTACHMENT_BYTES,
                                  allow=CUSTOM)
@@ -170,6 +172,11 @@ class ReadMail(Node):
         folder = _safe_text("folder", self.folder.get(msg) or "INBOX", MAX_FOLDER_CHARS)
         search = _safe_text("search", self.search.get(msg) or "ALL", MAX_CRITERIA_CHARS)
         folder_setting = str(self.attachments_folder.get(msg) or "").strip()
+        attachments = None
+        if folder_setting:
+            from nodes.files.paths import base_folder
+
+            attachments = base_folder(folder_setting)
         timeout = self.timeout_seconds.get(msg)
         if not isinstance(timeout, (int, float)) or timeout <= 0:
             raise NodeConfigError("timeout_seconds must be more than 0")
@@ -185,8 +192,7 @@ class ReadMail(Node):
                                  MAX_MESSAGES_CEILING),
             "mark_as_seen": bool(self.mark_as_seen.get(msg)),
             "mode": self.mode.get(msg) or "each",
-            "attachments_folder": Path(os.path.expanduser(folder_setting)) if folder_setting
-            else None,
+            "attachments_folder": attachments,
             "max_attachment_bytes": _int("max_attachment_bytes",
                                          self.max_attachment_bytes.get(msg), 0, None),
             "max_message_bytes": _int("max_message_bytes", self.max_message_bytes.get(msg), 1,
@@ -499,29 +505,28 @@ def _safe_filename(name: str, index: int) -> str:
     return name or f"attachment-{index + 1}"
 
 
-def _confined(folder: Path, name: str) -> Path:
-    """``folder/name``, refused if it would land anywhere but directly in
-    the folder (a symlink planted there included)."""
-    base = folder.resolve()
-    path = (base / name).resolve()
-    if path.parent != base:
-        raise NodeConfigError(f"attachments_folder: the attachment name '{_quote(name)}' "
-                              "would be saved outside the folder; refused")
-    return path
-
-
 def _save(folder: Path, name: str, data: bytes) -> Path:
+    from nodes.files.paths import PathRefused, confined_path
+
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise NodeConfigError(f"attachments_folder: cannot create {folder} "
                               f"({exc.strerror or exc})") from None
+    real_folder = Path(os.path.realpath(folder))
     stem, dot, ext = name.rpartition(".")
     if not stem:
         stem, dot, ext = name, "", ""
     for n in range(MAX_NAME_TRIES):
         candidate = name if n == 0 else f"{stem}-{n}{dot}{ext}"
-        path = _confined(folder, candidate)
+        # The name was cleaned already; this is the second lock. A name taken
+        # by a link that leads out of the folder is passed over like a taken one.
+        try:
+            path = confined_path(folder, candidate, param="attachments_folder")
+        except PathRefused:
+            continue
+        if path.parent != real_folder:
+            continue  # a link to a file in a subfolder: not where we write
         try:
             # 'x': never overwrite a file, ours or anyone's; O_NOFOLLOW-like
             # safety comes from the exclusive create (a planted symlink exists).
@@ -533,5 +538,5 @@ def _save(folder: Path, name: str, data: bytes) -> Path:
         except OSError as exc:
             raise NodeConfigError(f"attachments_folder: cannot write {path.name} "
                                   f"({exc.strerror or exc})") from None
-    raise NodeConfigError(f"attachments_folder: {MAX_NAME_TRIES} files named like "
-                          f"'{_quote(name)}' are there already; empty the folder")
+    raise NodeConfigError(f"attachments_folder: no free file name like '{_quote(name)}' "
+                          f"({MAX_NAME_TRIES} tried); empty the folder")
