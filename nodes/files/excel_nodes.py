@@ -1,0 +1,512 @@
+"""Tables: Excel workbooks (.xlsx) read and written with openpyxl, which
+is imported when the first workbook is opened (the palette imports this
+module and never needs it).
+
+Reading streams the sheet (openpyxl's read-only mode) and stops at
+max_rows; the parts openpyxl loads whole (shared strings, styles) are
+measured in the zip's directory before it opens the file, so a small file
+that unpacks to gigabytes is refused. Writing keeps numbers as numbers,
+writes dates as ISO text, and writes text that starts with '=' as text, not
+as a formula, unless the designer allows formulas."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from runtime.message import Message
+from runtime.node import AI, CUSTOM, MESSAGE, NodeConfigError, Output, Param, Tool, node
+
+from .common import (
+    DEFAULT_MAX_ROWS,
+    TABLES_COLOR,
+    FileNode,
+    allow_absolute_param,
+    base_folder_param,
+    bound_problems,
+    create_folders_param,
+    limit,
+    mode_param,
+    os_problem,
+    prepare_folder,
+    regular_file,
+    replace_atomically,
+)
+from .csv_nodes import check_columns, check_rows
+from .paths import quote, shown
+
+#: Default largest workbook read or appended to (50 MB), and the most any
+#: part openpyxl loads whole may unpack to.
+DEFAULT_MAX_XLSX_BYTES = 50_000_000
+#: Widest row read: a sheet or range wider than this is refused.
+MAX_COLUMNS = 1024
+#: Excel's own limits.
+EXCEL_MAX_ROWS = 1_048_576
+EXCEL_MAX_CELL_CHARS = 32_767
+EXCEL_MODES = ["append", "replace_sheet", "overwrite", "fail_if_exists"]
+
+
+def _openpyxl() -> Any:
+    try:
+        import openpyxl
+    except ImportError:  # pragma: no cover - a core dependency, but installs can be partial
+        raise NodeConfigError("the Excel nodes need openpyxl: pip install -e . "
+                              "(or pip install openpyxl)") from None
+    return openpyxl
+
+
+def _check_zip(f: Any, raw: Any, max_bytes: int) -> None:
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(f) as archive:
+            parts = archive.infolist()
+    except zipfile.BadZipFile:
+        raise NodeConfigError(f"path: '{quote(str(raw))}' is not an .xlsx workbook (an old .xls "
+                              "file must be saved as .xlsx first)") from None
+    for info in parts:
+        # Worksheets are streamed and bounded by max_rows; everything else
+        # openpyxl reads into memory at once.
+        if not info.filename.startswith("xl/worksheets/") and info.file_size > max_bytes:
+            raise NodeConfigError(
+                f"max_bytes: the part {quote(info.filename)} of '{quote(str(raw))}' unpacks to "
+                f"{info.file_size:,} bytes, more than max_bytes={max_bytes:,}")
+    f.seek(0)
+
+
+def _load(f: Any, raw: Any, **kw: Any) -> Any:
+    openpyxl = _openpyxl()
+    try:
+        return openpyxl.load_workbook(f, **kw)
+    except Exception as exc:  # noqa: BLE001 - openpyxl raises many kinds on a broken file
+        raise NodeConfigError(f"path: '{quote(str(raw))}' is not a workbook openpyxl can read "
+                              f"({type(exc).__name__}: {quote(str(exc))})") from None
+
+
+def pick_sheet(wb: Any, sheet: Any) -> Any:
+    """A sheet by name (exact, then ignoring case), or by its position
+    counting from 1; empty: the first sheet."""
+    names = wb.sheetnames
+    if sheet is None or sheet == "":
+        return wb[names[0]]
+    text = str(sheet)
+    if text in names:
+        return wb[text]
+    for name in names:
+        if name.casefold() == text.casefold():
+            return wb[name]
+    if text.strip().isdigit() and 1 <= int(text) <= len(names):
+        return wb[names[int(text) - 1]]
+    listed = ", ".join(names[:20]) + (", …" if len(names) > 20 else "")
+    raise NodeConfigError(f"sheet: the workbook has no sheet '{quote(text)}' (its sheets: "
+                          f"{listed}; or give a position counting from 1)")
+
+
+def parse_range(value: Any) -> tuple[int | None, int | None, int | None, int | None]:
+    """(min_col, min_row, max_col, max_row) of "A1:D100", "A:D", "2:10" or
+    "B3"; None where the range leaves a side open."""
+    from openpyxl.utils.cell import range_boundaries
+
+    text = str(value).replace("$", "").strip().upper()
+    try:
+        bounds = range_boundaries(text)
+    except (ValueError, TypeError):
+        raise NodeConfigError(f"range: '{quote(str(value))}' is not a cell range like A1:D100 "
+                              "or A:D") from None
+    min_col, min_row, max_col, max_row = bounds
+    if min_col is not None and max_col is not None and max_col - min_col + 1 > MAX_COLUMNS:
+        raise NodeConfigError(f"range: '{quote(str(value))}' is {max_col - min_col + 1:,} columns "
+                              f"wide, more than the {MAX_COLUMNS:,} a row may have")
+    return bounds
+
+
+def _iso(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        if value.time() == dt.time(0) and value.tzinfo is None:
+            return value.date().isoformat()
+        return value.isoformat()
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return str(value)
+    return value
+
+
+_DATES = (dt.datetime, dt.date, dt.time, dt.timedelta)
+
+
+def _plain(values: tuple) -> list:
+    for v in values:
+        if isinstance(v, _DATES):
+            return [_iso(v) for v in values]
+    return list(values)
+
+
+@node("excel.read", name="Read Excel", category="Tables", icon="file-spreadsheet",
+      color=TABLES_COLOR,
+      tool=Tool("read_excel", "Read rows from a sheet of an Excel workbook (.xlsx) in the "
+                "files folder"))
+class ReadExcel(FileNode):
+    """Reads a sheet of an .xlsx workbook (streamed, read-only). With a
+    header row, each row becomes an object keyed by the column names
+    (an empty name becomes the column's letter); with header_row 0 each row
+    is a list. Numbers stay numbers, dates become ISO text, formulas give
+    the value Excel last saved (none for a workbook Excel never opened).
+    Empty rows are skipped."""
+
+    path = Param(str, "The workbook, relative to the files folder, e.g. 'data/orders.xlsx'",
+                 scope=AI, allow=AI | CUSTOM | MESSAGE)
+    sheet = Param(str, "The sheet's name, or its position counting from 1; empty: the first "
+                  "sheet", default="", scope=AI, allow=AI | CUSTOM | MESSAGE)
+    range = Param(str, "The cells to read, e.g. 'A1:D100' or 'B:E'; empty: the whole sheet",
+                  default="", scope=AI, allow=AI | CUSTOM | MESSAGE)
+    header_row = Param(int, "Which row of the range (or sheet) holds the column names, counting "
+                       "from 1; the rows above it are skipped. 0: no header, rows are lists",
+                       default=1, allow=AI | CUSTOM | MESSAGE)
+    max_rows = Param(int, "Most rows read; a longer sheet or range is refused",
+                     default=DEFAULT_MAX_ROWS, allow=CUSTOM)
+    max_bytes = Param(int, "Largest workbook read, in bytes (and most a part of it loaded "
+                      "whole may unpack to)", default=DEFAULT_MAX_XLSX_BYTES, allow=CUSTOM)
+    base_folder = base_folder_param()
+    allow_absolute = allow_absolute_param()
+
+    rows = Output("json", "The rows: objects keyed by column name, or lists (header_row 0)")
+    columns = Output("json", "The column names (empty with header_row 0)")
+    sheet_name = Output(str, "The sheet read", path="sheet")
+    count = Output(int, "How many rows")
+
+    @classmethod
+    def check(cls, params):
+        problems = bound_problems(params, "max_rows", "max_bytes")
+        header = params.get("header_row")
+        if header is not None and isinstance(header.value, int) and header.value < 0:
+            problems.append(("header_row", "header_row must be 0 (no header) or more"))
+        return problems
+
+    async def on_message(self, msg: Message) -> None:
+        raw = self.path.get(msg)
+        sheet = self.sheet.get(msg)
+        cell_range = self.range.get(msg)
+        header_row = self.header_row.get(msg)
+        max_rows = limit(self, "max_rows")
+        max_bytes = limit(self, "max_bytes")
+        if header_row is None:
+            header_row = 1
+        if not isinstance(header_row, int) or isinstance(header_row, bool) or header_row < 0:
+            raise NodeConfigError("header_row: a row number counting from 1, or 0 for no header")
+        bounds = parse_range(cell_range) if cell_range else (None, None, None, None)
+        base = self.base()
+
+        def work() -> tuple[list, list[str], str]:
+            target = self.resolve("path", msg, base, raw, must_exist=True)
+            regular_file(target, "path", raw, max_bytes)
+            return read_excel(target, raw, sheet, bounds, header_row, max_rows, max_bytes)
+
+        rows, columns, name = await self.run_blocking(work)
+        self.rows.set(msg, rows)
+        self.columns.set(msg, columns)
+        self.sheet_name.set(msg, name)
+        self.count.set(msg, len(rows))
+
+
+def read_excel(path: Path, raw: Any, sheet: Any, bounds: tuple, header_row: int, max_rows: int,
+               max_bytes: int) -> tuple[list, list[str], str]:
+    from openpyxl.utils.cell import get_column_letter
+
+    min_col, min_row, max_col, max_row = bounds
+    try:
+        f = open(path, "rb")
+    except OSError as exc:
+        raise os_problem(exc, "path", raw) from None
+    with f:
+        _check_zip(f, raw, max_bytes)
+        wb = _load(f, raw, read_only=True, data_only=True)
+        try:
+            ws = pick_sheet(wb, sheet)
+            if max_col is None:
+                width = ws.max_column or 0
+                first = min_col or 1
+                if width - first + 1 > MAX_COLUMNS:
+                    raise NodeConfigError(
+                        f"range: the sheet '{quote(ws.title)}' is {width:,} columns wide, more "
+                        f"than the {MAX_COLUMNS:,} a row may have; give a range")
+            first_col = min_col or 1
+            columns: list[str] = []
+            rows: list = []
+            append = rows.append
+            width = 0
+            for number, values in enumerate(ws.iter_rows(
+                    min_row=min_row, max_row=max_row, min_col=min_col, max_col=max_col,
+                    values_only=True), 1):
+                if len(values) > MAX_COLUMNS:
+                    raise NodeConfigError(
+                        f"range: row {number} of sheet '{quote(ws.title)}' is {len(values):,} "
+                        f"cells wide, more than the {MAX_COLUMNS:,} a row may have; give a range")
+                if number < header_row:
+                    continue
+                if number == header_row:
+                    names = list(values)
+                    while names and names[-1] is None:
+                        names.pop()
+                    if not names:
+                        raise NodeConfigError(f"header_row: row {header_row} of sheet "
+                                              f"'{quote(ws.title)}' is empty")
+                    columns = _column_names(names, first_col, get_column_letter)
+                    width = len(columns)
+                    continue
+                if all(v is None for v in values):
+                    continue
+                if len(rows) >= max_rows:
+                    raise NodeConfigError(
+                        f"max_rows: sheet '{quote(ws.title)}' has more than max_rows={max_rows:,} "
+                        "rows; raise max_rows or give a range")
+                cells = _plain(values)
+                if header_row:
+                    if len(cells) < width:
+                        cells += [None] * (width - len(cells))
+                    append(dict(zip(columns, cells[:width], strict=True)))
+                else:
+                    append(cells)
+            return rows, columns, ws.title
+        finally:
+            wb.close()
+
+
+def _column_names(names: list, first_col: int, letter: Any) -> list[str]:
+    out: list[str] = []
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        text = "" if name is None else str(_iso(name)).strip()
+        base = text or letter(first_col + i)
+        candidate, n = base, 1
+        while candidate in seen:
+            n += 1
+            candidate = f"{base}_{n}"
+        seen.add(candidate)
+        out.append(candidate)
+    return out
+
+
+@node("excel.write", name="Write Excel", category="Tables", icon="file-spreadsheet",
+      color=TABLES_COLOR,
+      tool=Tool("write_excel", "Write rows to a sheet of an Excel workbook (.xlsx) in the files "
+                "folder"))
+class WriteExcel(FileNode):
+    """Writes rows to a sheet of an .xlsx workbook: objects (one column
+    per key; when appending, by the names in the sheet's first row, new
+    names added as new columns) or lists. Numbers and true/false stay typed,
+    dates are written as ISO text, nested values as JSON text. The file is
+    replaced atomically."""
+
+    path = Param(str, "The workbook to write, relative to the files folder, e.g. "
+                 "'out/report.xlsx'", scope=AI, allow=AI | CUSTOM | MESSAGE)
+    rows = Param("json", "The rows: a list of objects (one column per key) or of lists",
+                 scope=MESSAGE, allow=AI | CUSTOM | MESSAGE, path="payload")
+    sheet = Param(str, "The sheet to write to, created if missing; empty: the first sheet "
+                  "('Sheet1' in a new workbook)", default="", allow=AI | CUSTOM | MESSAGE)
+    columns = Param("json", "The columns and their order, e.g. [\"name\", \"total\"]; empty: "
+                    "the sheet's header row, or every key of the rows in the order first seen",
+                    default=None, optional=True, allow=AI | CUSTOM | MESSAGE)
+    header = Param(bool, "Write the column names in the first row of an empty sheet",
+                   default=True, allow=AI | CUSTOM | MESSAGE)
+    mode = mode_param("append: add rows below the sheet's last row (creates the workbook or "
+                      "sheet if missing); replace_sheet: empty that sheet first, keep the "
+                      "others; overwrite: a new workbook; fail_if_exists: refuse if the file "
+                      "exists", EXCEL_MODES, "append")
+    formulas = Param(bool, "Write text that starts with '=' as a formula. Off: as text, so that "
+                     "data from the AI or a message cannot become a formula", default=False,
+                     allow=CUSTOM)
+    create_folders = create_folders_param()
+    max_rows = Param(int, "Most rows one message may write; more is refused before the file "
+                     "is touched", default=DEFAULT_MAX_ROWS, allow=CUSTOM)
+    max_bytes = Param(int, "Largest existing workbook opened to append to, in bytes",
+                      default=DEFAULT_MAX_XLSX_BYTES, allow=CUSTOM)
+    base_folder = base_folder_param()
+    allow_absolute = allow_absolute_param()
+
+    file = Output(str, "The workbook written (relative to the base folder when inside it)")
+    rows_written = Output(int, "How many rows this message wrote")
+    sheet_name = Output(str, "The sheet written", path="sheet")
+
+    @classmethod
+    def check(cls, params):
+        return bound_problems(params, "max_rows", "max_bytes")
+
+    async def on_message(self, msg: Message) -> None:
+        raw = self.path.get(msg)
+        rows = self.rows.get(msg)
+        sheet = self.sheet.get(msg)
+        columns = check_columns(self.columns.get(msg))
+        header = bool(self.header.get(msg))
+        mode = self.mode.get(msg) or "append"
+        formulas = bool(self.formulas.get())
+        create = bool(self.create_folders.get())
+        max_rows = limit(self, "max_rows")
+        max_bytes = limit(self, "max_bytes")
+        if mode not in EXCEL_MODES:
+            raise NodeConfigError(f"mode: '{quote(str(mode))}' is not one of {', '.join(EXCEL_MODES)}")
+        if sheet is not None and not isinstance(sheet, str):
+            sheet = str(sheet)
+        dicts = check_rows(rows, max_rows)
+        base = self.base()
+
+        def work() -> tuple[Path, str]:
+            target = self.resolve("path", msg, base, raw)
+            prepare_folder(target, create, "path", raw)
+            name = write_excel(target, raw, rows, dicts, columns, header, sheet or "", mode,
+                               formulas, max_bytes)
+            return target, name
+
+        target, name = await self.run_blocking(work)
+        where = shown(target, base)
+        self.file.set(msg, where)
+        self.rows_written.set(msg, len(rows))
+        self.sheet_name.set(msg, name)
+        self.show_status(f"{len(rows):,} rows in {where} ({name})", "green", "done")
+
+
+def _sheet_is_empty(ws: Any) -> bool:
+    # Not ws["A1"] or iter_rows: in openpyxl they create the cells they
+    # visit, and an appended row would then start below them.
+    return not any(c.value is not None for c in ws._cells.values())
+
+
+class _Writer:
+    """Turns message values into cells: numbers, bools and text stay typed,
+    dates become ISO text, nested values JSON text, and text that Excel
+    would take for a formula or an error code stays text."""
+
+    def __init__(self, ws: Any, formulas: bool) -> None:
+        from openpyxl.cell.cell import ERROR_CODES, Cell
+
+        self.ws = ws
+        self.formulas = formulas
+        self.error_codes = ERROR_CODES
+        self.cell_class = Cell
+
+    def value(self, v: Any, row: int, column: Any) -> Any:
+        t = type(v)
+        if t is int or t is float or v is None or t is bool:
+            return v
+        if t is not str:
+            if isinstance(v, (dict, list)):
+                v = json.dumps(v, ensure_ascii=False)
+            elif isinstance(v, _DATES):
+                v = _iso(v)
+            elif isinstance(v, (int, float)):
+                return v
+            else:
+                v = str(v)
+        if len(v) > EXCEL_MAX_CELL_CHARS:
+            raise NodeConfigError(f"rows: row {row}, column {column}: {len(v):,} characters, more "
+                                  f"than the {EXCEL_MAX_CELL_CHARS:,} an Excel cell holds")
+        if not self.formulas and len(v) > 1 and (v[0] == "=" or v in self.error_codes):
+            cell = self.cell_class(self.ws, value=v)
+            cell.data_type = "s"
+            return cell
+        return v
+
+    def append(self, values: list, row: int, names: list | None = None) -> None:
+        from openpyxl.utils.exceptions import IllegalCharacterError
+
+        cells = [self.value(v, row, names[i] if names else i + 1) for i, v in enumerate(values)]
+        try:
+            self.ws.append(cells)
+        except IllegalCharacterError:
+            from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+            for i, v in enumerate(values):
+                if isinstance(v, str) and ILLEGAL_CHARACTERS_RE.search(v):
+                    column = names[i] if names else i + 1
+                    raise NodeConfigError(f"rows: row {row}, column {column}: holds a control "
+                                          "character that Excel cannot store") from None
+            raise
+
+
+def write_excel(path: Path, raw: Any, rows: list, dicts: bool, columns: list[str] | None,
+                header: bool, sheet: str, mode: str, formulas: bool, max_bytes: int) -> str:
+    openpyxl = _openpyxl()
+    exists = os.path.lexists(path)
+    if mode == "fail_if_exists" and exists:
+        raise NodeConfigError(f"path: '{quote(str(raw))}' already exists (mode fail_if_exists)")
+    if exists and mode in ("append", "replace_sheet"):
+        regular_file(path, "path", raw, max_bytes)
+        try:
+            f = open(path, "rb")
+        except OSError as exc:
+            raise os_problem(exc, "path", raw) from None
+        with f:
+            _check_zip(f, raw, max_bytes)
+            wb = _load(f, raw)
+        ws = _sheet_for_write(wb, sheet)
+        if mode == "replace_sheet" and ws.title in wb.sheetnames and not _sheet_is_empty(ws):
+            index, title = wb.index(ws), ws.title
+            wb.remove(ws)
+            ws = wb.create_sheet(title, index)
+    else:
+        wb = openpyxl.Workbook()
+        ws = wb.active
+        try:
+            ws.title = sheet or "Sheet1"
+        except ValueError as exc:
+            raise NodeConfigError(f"sheet: '{quote(sheet)}' cannot name a sheet ({exc})") from None
+
+    writer = _Writer(ws, formulas)
+    empty = _sheet_is_empty(ws)
+    start = 0 if empty else ws.max_row
+    names: list[str] | None = None
+    if dicts:
+        names = columns
+        if names is None:
+            existing: list = []
+            if not empty and header:
+                existing = [c.value for c in ws[1]]
+                while existing and existing[-1] is None:
+                    existing.pop()
+            names = [str(v) for v in existing if v is not None] if existing else []
+            known = set(names)
+            added = []
+            for row in rows:
+                for key in row:
+                    if key not in known:
+                        known.add(key)
+                        added.append(key)
+            if existing:
+                # New keys become new columns, named in the header row.
+                for offset, key in enumerate(added, len(existing) + 1):
+                    ws.cell(row=1, column=offset, value=writer.value(key, 1, offset))
+                names = [("" if v is None else str(v)) for v in existing] + added
+            else:
+                names = added
+    header_rows = 1 if header and empty and (dicts or columns) and (names or columns) else 0
+    if start + header_rows + len(rows) > EXCEL_MAX_ROWS:
+        raise NodeConfigError(f"rows: the sheet '{quote(ws.title)}' would have "
+                              f"{start + header_rows + len(rows):,} rows, more than Excel's "
+                              f"{EXCEL_MAX_ROWS:,}")
+    if header_rows:
+        head = names if dicts else columns
+        writer.append(list(head or []), 1)
+    for i, row in enumerate(rows, 1):
+        if dicts:
+            writer.append([row.get(k) for k in names or []], i, names)
+        else:
+            writer.append(row, i)
+    try:
+        replace_atomically(path, wb.save)
+    except OSError as exc:
+        raise os_problem(exc, "path", raw) from None
+    return ws.title
+
+
+def _sheet_for_write(wb: Any, sheet: str) -> Any:
+    if not sheet:
+        return wb.worksheets[0]
+    if sheet in wb.sheetnames:
+        return wb[sheet]
+    try:
+        return wb.create_sheet(sheet)
+    except ValueError as exc:
+        raise NodeConfigError(f"sheet: '{quote(sheet)}' cannot name a sheet ({exc})") from None
