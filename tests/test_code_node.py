@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from nodes.core.code import ScriptWorker, script_problem
-from runtime.flow import FlowError, validate_flow
+from runtime.flow import FlowError, FlowNode, validate_flow
 from runtime.message import Message
 from runtime.node import CUSTOM, Node, Param, node
+from runtime.spec import ParamValue, Scope
+from runtime.tools import tool_schema
 from tests.runtime_fixtures import N, engine_for, make_flow, registry, run
 from tests.servers.flows import agent_flow, fixed, scripted
 
@@ -228,6 +230,9 @@ def test_only_the_input_is_for_the_ai():
     allowed = {p.name: [s.value for s in p.allowed_scopes] for p in Python.spec.params}
     assert allowed["input"] == ["ai", "custom", "message"]
     assert all(v == ["custom"] for k, v in allowed.items() if k != "input")
+    schema = tool_schema(Python.spec, FlowNode(id="py", type="core.python",
+                                               params={"input": ParamValue(scope=Scope.AI)}))
+    assert list(schema["properties"]) == ["input"] and schema["required"] == ["input"]
 
 
 async def test_as_a_tool_the_script_gets_args_and_answers_with_the_payload():

@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nodes.core.variables import global_file
-from runtime.flow import validate_flow
+from runtime.flow import parse_flow, validate_flow
 from runtime.message import Message, deep_copy
 from runtime.node import CUSTOM, Node, Param, node
+from runtime.registry import Registry
 from tests.runtime_fixtures import N, engine_for, make_flow, registry, run, until
 
 
@@ -391,9 +397,48 @@ async def test_variables_as_tools_for_an_agent(data_dir):
 @pytest.mark.parametrize("type_", ["core.join", "core.rate_limit", "core.loop",
                                    "core.set_variable", "core.get_variable", "core.python"])
 def test_every_new_node_has_an_icon_a_colour_and_descriptions(type_):
-    from pathlib import Path
-
     spec = REG.spec(type_)
     icons = Path(__file__).resolve().parents[1] / "resources" / "icons"
     assert (icons / f"{spec.icon}.svg").exists() and spec.color and spec.description
     assert all(p.description for p in spec.params)
+
+
+# -- the examples of docs/nodes-code-and-sequences.md ------------------------------
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "nodes-code-and-sequences.md"
+EXAMPLE = re.compile(r"<!-- example: (\S+)(?: runs=(\d+))? -->\n```json\n(.*?)\n```\n\n"
+                     r"```text\n(.*?)\n```", re.S)
+
+
+def doc_examples() -> list[tuple[str, int, str, list[dict]]]:
+    return [(name, int(runs or 1), flow, [json.loads(line) for line in out.splitlines()])
+            for name, runs, flow, out in EXAMPLE.findall(DOC.read_text(encoding="utf-8"))]
+
+
+def test_the_page_has_its_examples():
+    assert {name for name, *_ in doc_examples()} == {
+        "python-double", "python-fan-out", "python-tool", "split-join", "join-key", "loop",
+        "rate-limit", "global-counter"}
+
+
+@pytest.mark.parametrize("name, runs, flow_text, expected", doc_examples(),
+                         ids=[e[0] for e in doc_examples()])
+async def test_doc_example_prints_what_the_page_says(name, runs, flow_text, expected, data_dir):
+    flow = parse_flow(json.loads(flow_text))
+    printed = []
+    for _ in range(runs):
+        r = await run(flow, reg=Registry.default(), timeout=60)
+        assert r.result.reason == "completed", r.of("node.error")
+        printed += [{"node": e.node, "name": e.name, "value": e.value} for e in r.of("debug")]
+    assert printed == expected
+
+
+def test_a_doc_example_runs_with_the_cli(tmp_path, data_dir):
+    [(_, _, flow_text, expected)] = [e for e in doc_examples() if e[0] == "python-double"]
+    path = tmp_path / "example.flow.json"
+    path.write_text(flow_text)
+    cli = Path(sys.executable).with_name("switchboard")
+    out = subprocess.run([str(cli), "run", str(path)], capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "SWITCHBOARD_DATA_DIR": str(data_dir)})
+    assert out.returncode == 0, out.stderr
+    assert [json.loads(line) for line in out.stdout.splitlines()] == expected

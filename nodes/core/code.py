@@ -398,8 +398,9 @@ class Python(Node):
                  "(the tool input). Return msg or nothing: send msg on; a list of messages: "
                  "send each; DROP or False: send nothing", default="return msg",
                  multiline=True, allow=CUSTOM)
-    input = Param("json", "Tool input for the script, available to it as args", scope=AI,
-                  allow=AI | CUSTOM | MESSAGE, default=None, optional=True)
+    input = Param("json", "The input for the script, available to it as args (in a tool call "
+                  "the LLM's argument; otherwise msg.input, a fixed value or a message path)",
+                  scope=AI, allow=AI | CUSTOM | MESSAGE)
     timeout_seconds = Param(float, "Longest a script may run for one message; past it the "
                             "worker is stopped and the message fails",
                             default=DEFAULT_TIMEOUT, allow=CUSTOM)
