@@ -7,6 +7,8 @@ from __future__ import annotations
 import csv
 import json
 import os
+from collections.abc import Iterator
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +188,8 @@ class WriteCsv(FileNode):
     base_folder = base_folder_param()
     allow_absolute = allow_absolute_param()
 
-    file = Output(str, "The file written (relative to the base folder when inside it)")
+    file = Output(str, "The file written (relative to the base folder when inside it)",
+                  path="file")
     rows_written = Output(int, "How many rows this message wrote")
 
     @classmethod
@@ -299,25 +302,44 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _cells(values: list) -> list:
-    # Plain scalars (the common case) go to csv as they are; only a row with
-    # a nested value or a bool is converted, cell by cell.
-    for v in values:
-        if isinstance(v, (dict, list, bool)):
-            return [_cell(v) for v in values]
-    return values
+_CONVERTED = frozenset({dict, list, bool})
+
+
+def _lines(rows: list, cols: list[str] | None) -> Iterator[Any]:
+    """The cells of each row, for csv.writer. Plain scalars (the common
+    case) go as they are, looked up with one itemgetter call per row; only
+    a row with a nested value or a bool is converted cell by cell."""
+    getter = itemgetter(*cols) if cols and len(cols) > 1 else None
+    for row in rows:
+        if cols is None:
+            values = row
+        elif getter is not None:
+            try:
+                values = getter(row)
+            except KeyError:  # a row without some key: an empty cell there
+                values = [row.get(c) for c in cols]
+        else:
+            values = [row.get(c) for c in cols]
+        if _CONVERTED.isdisjoint(map(type, values)):
+            yield values
+        else:
+            yield [_cell(v) for v in values]
 
 
 def write_csv(path: Path, raw: Any, rows: list, dicts: bool, columns: list[str] | None,
               header: bool, delimiter: str, mode: str, encoding: str) -> None:
-    existing, ends_with_newline = (None, True)
+    first_line, ends_with_newline = (None, True)
     if mode == "append":
         try:
-            existing, ends_with_newline = _existing_header(path, delimiter, encoding)
+            first_line, ends_with_newline = _existing_header(path, delimiter, encoding)
         except UnicodeDecodeError as exc:
             raise decode_problem(exc, str(raw), encoding) from None
         except (OSError, csv.Error):
-            existing = None
+            first_line = None
+    # Appending to a file with lines: no second header; with header on, its
+    # first line names the columns the rows are matched to.
+    has_lines = first_line is not None
+    existing = first_line if header else None
     if dicts:
         if columns is None:
             columns = existing if existing else _keys_in_order(rows)
@@ -329,21 +351,14 @@ def write_csv(path: Path, raw: Any, rows: list, dicts: bool, columns: list[str] 
                         raise NodeConfigError(
                             f"rows: row {i} has the column '{quote(extra[0])}', which the "
                             f"header of '{quote(str(raw))}' lacks ({quote(', '.join(existing))})")
-        cols = columns
-
-        def values(row: dict) -> list:
-            return [row.get(c) for c in cols]
     try:
         with writing(path, mode, encoding=encoding, newline="") as f:
             if not ends_with_newline:
                 f.write("\r\n")
             writer = csv.writer(f, delimiter=delimiter)
-            if header and existing is None and columns:
+            if header and not has_lines and columns:
                 writer.writerow(columns)
-            if dicts:
-                writer.writerows(_cells(values(r)) for r in rows)
-            else:
-                writer.writerows(_cells(r) for r in rows)
+            writer.writerows(_lines(rows, columns if dicts else None))
     except FileExistsError:
         raise NodeConfigError(f"path: '{quote(str(raw))}' already exists "
                               "(mode fail_if_exists)") from None

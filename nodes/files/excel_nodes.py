@@ -327,7 +327,8 @@ class WriteExcel(FileNode):
     base_folder = base_folder_param()
     allow_absolute = allow_absolute_param()
 
-    file = Output(str, "The workbook written (relative to the base folder when inside it)")
+    file = Output(str, "The workbook written (relative to the base folder when inside it)",
+                  path="file")
     rows_written = Output(int, "How many rows this message wrote")
     sheet_name = Output(str, "The sheet written", path="sheet")
 

@@ -149,7 +149,8 @@ class WriteFile(FileNode):
     base_folder = base_folder_param()
     allow_absolute = allow_absolute_param()
 
-    file = Output(str, "The file written (relative to the base folder when inside it)")
+    file = Output(str, "The file written (relative to the base folder when inside it)",
+                  path="file")
     size = Output(int, "Bytes written by this message", path="bytes_written")
 
     @classmethod
@@ -342,7 +343,8 @@ class MoveFile(FileNode):
     base_folder = base_folder_param()
     allow_absolute = allow_absolute_param()
 
-    file = Output(str, "The new path (relative to the base folder when inside it)")
+    file = Output(str, "The new path (relative to the base folder when inside it)",
+                  path="file")
 
     async def on_message(self, msg: Message) -> None:
         raw_src = self.source.get(msg)
@@ -419,7 +421,8 @@ class DeleteFile(FileNode):
     base_folder = base_folder_param()
     allow_absolute = allow_absolute_param()
 
-    deleted = Output(str, "What was deleted (relative to the base folder when inside it)")
+    deleted = Output(str, "What was deleted (relative to the base folder when inside it)",
+                     path="deleted")
 
     async def on_message(self, msg: Message) -> None:
         raw = self.path.get(msg)
