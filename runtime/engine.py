@@ -16,11 +16,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .events import (
@@ -51,7 +53,7 @@ from .message import (
 )
 from .node import DROP, Node, NodeConfigError, redact, run_in_thread
 from .registry import Registry
-from .spec import NodeSpec
+from .spec import NodeSpec, ParamValue, Scope
 
 log = logging.getLogger(__name__)
 
@@ -251,11 +253,13 @@ class Engine:
                         if p.severity == "error"]
             if problems:
                 raise FlowError(problems)
+        flow_dir = str(Path(self.file).resolve().parent) if self.file else os.getcwd()
         for fnode in self.flow.nodes:
             cls = self.registry.get(fnode.type)
             assert cls is not None
             rt = NodeRuntime(self, fnode, cls.spec)
-            rt.bind(cls(fnode.id, fnode.name or "", fnode.params, fnode.outputs, rt))
+            params = expand_flow_dir(fnode.params, flow_dir)
+            rt.bind(cls(fnode.id, fnode.name or "", params, fnode.outputs, rt))
             self.nodes[fnode.id] = rt
         for index, wire in enumerate(self.flow.wires):
             (src, port), (dst, dport) = wire.source, wire.target
@@ -780,6 +784,21 @@ class Engine:
                 last[rt.id] = {"in": list(rt.last_in), "out": list(rt.last_out)}
         return Stats(nodes=nodes, wires=wires, last=last, last_wire=last_wire,
                      elapsed_ms=(time.perf_counter() - self._started) * 1000)
+
+
+FLOW_DIR = "{flow_dir}"
+
+
+def expand_flow_dir(params: dict[str, ParamValue], flow_dir: str) -> dict[str, ParamValue]:
+    """``{flow_dir}`` in a fixed text value is the folder of the flow file
+    (the working folder for a flow never saved), so that a flow shipped with
+    its data (pages, workbooks) finds them wherever it is copied."""
+    if not any(v.scope is Scope.CUSTOM and isinstance(v.value, str) and FLOW_DIR in v.value
+               for v in params.values()):
+        return params
+    return {k: v.model_copy(update={"value": v.value.replace(FLOW_DIR, flow_dir)})
+            if v.scope is Scope.CUSTOM and isinstance(v.value, str) else v
+            for k, v in params.items()}
 
 
 def _log_traceback(what: str, node_id: str, exc: BaseException) -> None:

@@ -616,3 +616,13 @@ async def test_a_run_resource_is_made_once_shared_and_closed_when_the_run_ends()
     clients = [c for m in r.node("s").seen for c in m["clients"]]
     assert len(clients) == 4 and len(set(clients)) == 1
     assert log == ["made", "closed"]
+
+
+async def test_flow_dir_in_a_fixed_text_is_the_folder_of_the_flow_file(tmp_path):
+    flow = make_flow([N("src", "core.inject", payload=1, topic="{flow_dir}/pages"),
+                      N("r", "test.record")], ["src->r"])
+    engine, _ = engine_for(flow, file=str(tmp_path / "sub" / "x.flow.json"))
+    await engine.run()
+    assert engine.nodes["r"].node.seen[0]["topic"] == f"{tmp_path / 'sub'}/pages"
+    # The flow itself keeps the placeholder: saving it writes what the designer typed.
+    assert flow.node("src").params["topic"].value == "{flow_dir}/pages"
