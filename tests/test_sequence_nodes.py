@@ -168,9 +168,19 @@ async def test_join_auto_refuses_a_message_that_is_no_part():
     assert "mode auto joins the messages of a Split (msg.parts) or a Loop" in errors(r)[0]
 
 
-def test_join_count_mode_needs_a_count():
-    flow = make_flow([emit(), N("join", "core.join", mode="count", count=0)], ["src->join"])
-    assert any(p.field == "params.count" for p in validate_flow(flow, REG))
+@pytest.mark.parametrize("type_, params, field, why", [
+    ("core.join", {"mode": "count", "count": 0}, "count", "count must be at least 1"),
+    ("core.join", {"path": "payload["}, "path", "bad path"),
+    ("core.join", {"timeout_seconds": float("nan")}, "timeout_seconds", "up to 2592000"),
+    ("core.join", {"max_pending": 0}, "max_pending", "between 1 and"),
+    ("core.rate_limit", {"interval_seconds": 0}, "interval_seconds", "more than 0"),
+    ("core.rate_limit", {"count": 0}, "count", "between 1 and"),
+    ("core.loop", {"max_items": 0}, "max_items", "between 1 and"),
+])
+def test_settings_are_checked_with_the_flow(type_, params, field, why):
+    flow = make_flow([emit(), N("n", type_, **params)], ["src->n"])
+    problems = [p for p in validate_flow(flow, REG) if p.severity == "error"]
+    assert [(p.field, why in p.message) for p in problems] == [(f"params.{field}", True)]
 
 
 # -- loop -------------------------------------------------------------------------

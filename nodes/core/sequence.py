@@ -4,11 +4,20 @@ them, loop over a list."""
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import deque
 from typing import Any
 
-from runtime.message import Message, deep_copy, get_path, new_msgid, set_path
+from runtime.message import (
+    Message,
+    PathError,
+    deep_copy,
+    get_path,
+    new_msgid,
+    parse_path,
+    set_path,
+)
 from runtime.node import CUSTOM, DROP, Node, NodeConfigError, Param, node
 
 JOIN_MODES = ("auto", "count", "key")
@@ -16,6 +25,8 @@ DEFAULT_MAX_PENDING = 10_000
 MAX_PENDING_LIMIT = 10_000_000
 DEFAULT_MAX_QUEUE = 1000
 DEFAULT_MAX_ITEMS = 10_000
+#: Longest timeout or interval, in seconds (30 days).
+MAX_SECONDS = 30 * 86_400.0
 STATUS_EVERY = 0.25  # seconds between two status updates of a busy node
 
 _MISSING = object()
@@ -35,8 +46,21 @@ def _number_problem(params: dict, name: str, *, zero: bool) -> list:
     p = params.get(name)
     if p is None or not isinstance(p.value, (int, float)) or isinstance(p.value, bool):
         return []
+    if not math.isfinite(p.value) or p.value > MAX_SECONDS:
+        return [(name, f"{name} must be a number of seconds up to {int(MAX_SECONDS)} (30 days)")]
     if p.value < 0 or (not zero and p.value == 0):
         return [(name, f"{name} must be {'0 or more' if zero else 'more than 0'}")]
+    return []
+
+
+def _path_problem(params: dict, name: str) -> list:
+    p = params.get(name)
+    if p is None or not isinstance(p.value, str) or not p.value:
+        return []
+    try:
+        parse_path(p.value)
+    except (PathError, ValueError) as exc:
+        return [(name, f"{name}: {exc}")]
     return []
 
 
@@ -88,6 +112,7 @@ class Join(Node):
     def check(cls, params):
         problems = _int_problem(params, "max_pending", 1, MAX_PENDING_LIMIT)
         problems += _number_problem(params, "timeout_seconds", zero=True)
+        problems += _path_problem(params, "path") + _path_problem(params, "key")
         mode = params.get("mode")
         mode = mode.value if mode is not None else "auto"
         count = params.get("count")
@@ -373,7 +398,7 @@ class Loop(Node):
 
     @classmethod
     def check(cls, params):
-        return _int_problem(params, "max_items", 1, 10_000_000)
+        return _int_problem(params, "max_items", 1, 10_000_000) + _path_problem(params, "path")
 
     def on_message(self, msg: Message) -> Any:
         path = self.path.get() or "payload"
