@@ -258,10 +258,14 @@ async def test_attributes_and_texts_of_all_matches_are_bounded(site):
     long = N("long", "browser.text", selector="#long", max_chars=11)
     long["outputs"] = {"result": "long", "truncated": "long_cut"}
     items = N("items", "browser.text", selector="#links li", match="all")
+    # A relative href, as read, is taken against the current page.
+    follow = N("follow", "browser.goto", url={"scope": "message", "path": "first_link"})
     r = await run(flow_of(N("open", "browser.open", url=f"{site}/links.html"),
-                          links, first, long, items), reg=REG, timeout=30)
+                          links, first, long, items, follow), reg=REG, timeout=30)
     assert errors(r) == []
     [msg] = r.debug("show")
+    assert msg["browser"]["url"] == f"{site}/form.html"
+    assert msg["browser"]["title"] == "Sign up" and msg["browser"]["status"] == 200
     assert msg["links"] == ["form.html", "article.html", "delayed.html", "https://example.org/"]
     assert msg["link_count"] == 5 and msg["links_cut"] is True  # 5 matched, 4 returned
     assert msg["first_link"] == "form.html"
@@ -290,6 +294,29 @@ async def test_wait_for_an_element_to_appear_and_to_disappear(site):
     assert "Loading" not in msg["payload"] and "Arrived late" in msg["payload"]
 
 
+@pytest.mark.parametrize(("step", "expected"), [
+    (N("f", "browser.fill", selector="#name", text="x" * 100_001),
+     "text: 100001 characters, more than the 100000 a field may be filled with"),
+    (N("c", "browser.click", selector="a" * 2001),
+     "selector: 2001 characters, more than the 2000 allowed"),
+    (N("c", "browser.click", selector=" "), "selector: no selector given"),
+    (N("a", "browser.attribute", selector="a", attribute="href onclick"),
+     "attribute: 'href onclick' is not an attribute name"),
+    (N("t", "browser.text", match="some"), "match: 'some' is not 'first' or 'all'"),
+    (N("w", "browser.wait", seconds=1000), "seconds: a number from 0 to 300"),
+    (N("w", "browser.wait", selector="#x", until="later"),
+     "until: 'later' is not 'appear' or 'disappear'"),
+    (N("o", "browser.open", viewport="20x20"), "viewport: each side must be 100 to 10000"),
+])
+async def test_bounds_are_checked_before_any_browser_starts(step, expected, monkeypatch):
+    monkeypatch.setenv(EXECUTABLE_ENV, "/nowhere/chromium")  # a browser would fail otherwise
+    # A flow that passes validation on the node's own checks still gets the
+    # runtime ones (values can come from messages and the AI).
+    r = await run(flow_of(step), reg=REG, timeout=30, validated=True)
+    [text] = errors(r)
+    assert text.startswith(expected)
+
+
 @needs_chromium
 async def test_screenshots_are_pngs_in_the_folder_and_shown_in_the_inspector(site, tmp_path):
     shots = tmp_path / "shots"
@@ -314,8 +341,8 @@ async def test_screenshots_are_pngs_in_the_folder_and_shown_in_the_inspector(sit
 
 async def test_screenshot_names_stay_inside_the_folder(tmp_path, monkeypatch):
     monkeypatch.setenv(EXECUTABLE_ENV, "/nowhere/chromium")  # refused before any browser
-    for name, expected in [("../escape.png", "would be outside the folder"),
-                           ("/tmp/abs.png", "not an absolute path"),
+    for name, expected in [("../escape.png", "leads outside the base folder"),
+                           ("/tmp/abs.png", "is an absolute path"),
                            ("shot.jpg", "must end in .png")]:
         r = await run(flow_of(N("s", "browser.screenshot", folder=str(tmp_path),
                                 filename=name)), reg=REG, timeout=30)
@@ -386,25 +413,22 @@ async def test_close_node_closes_and_a_later_node_reopens(site):
 
 @needs_chromium
 async def test_timeouts_and_bad_selectors_name_the_selector(site):
-    r = await run(flow_of(N("open", "browser.open", url=f"{site}/article.html"),
-                          N("click", "browser.click", selector="#missing",
-                            timeout_seconds=0.3)), reg=REG, timeout=30)
-    [text] = errors(r)
-    assert text == (f"selector '#missing': no element matched within 0.3 s (timeout_seconds) "
-                    f"on {site}/article.html")
-
-    r = await run(flow_of(N("open", "browser.open", url=f"{site}/article.html"),
-                          N("read", "browser.text", selector="p[", timeout_seconds=0.3),
-                          ), reg=REG, timeout=30)
-    [text] = errors(r)
-    assert text.startswith("selector 'p[' is not valid: ")
-
+    # Three failures on one page (the open node fans out to each).
+    nodes = [N("src", "core.inject", payload="go"),
+             N("open", "browser.open", url=f"{site}/article.html"),
+             N("missing", "browser.click", selector="#missing", timeout_seconds=0.3),
+             N("invalid", "browser.text", selector="p[", timeout_seconds=0.3),
+             N("hidden", "browser.click", selector="#hidden", timeout_seconds=0.3)]
+    flow = make_flow(nodes, ["src->open", "open->missing", "open->invalid", "open->hidden"])
+    r = await run(flow, reg=REG, timeout=30)
+    by_node = {e.node: e.message for e in r.of("node.error")}
+    assert by_node["missing"] == ("selector '#missing': no element matched within 0.3 s "
+                                  f"(timeout_seconds) on {site}/article.html")
+    assert by_node["invalid"].startswith("selector 'p[' is not valid: ")
     # Matched, but hidden: the error says so rather than "no element".
-    r = await run(flow_of(N("open", "browser.open", url=f"{site}/article.html"),
-                          N("click", "browser.click", selector="#hidden", timeout_seconds=0.3)),
-                  reg=REG, timeout=30)
-    [text] = errors(r)
-    assert text.startswith("selector '#hidden': 1 element matched but could not be clicked")
+    assert by_node["hidden"].startswith(
+        "selector '#hidden': 1 element matched but could not be clicked")
+    assert len(by_node) == 3
 
 
 @needs_chromium

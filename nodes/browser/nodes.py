@@ -16,7 +16,7 @@ from urllib.parse import urljoin, urlsplit
 from runtime.message import Message
 from runtime.node import AI, CUSTOM, MESSAGE, Node, NodeConfigError, Output, Param, Tool, node
 
-from .policy import check_url, confined_path, make_policy, parse_hosts, quote
+from .policy import check_url, make_policy, parse_hosts, quote
 from .session import DEFAULT_EXECUTABLE, Session, Settings, first_line, playwright_api, session_for
 
 CATEGORY = "Browser"
@@ -33,6 +33,8 @@ MAX_WAIT_SECONDS = 300.0
 #: A full-page screenshot keeps at most this many CSS pixels of height.
 MAX_SCREENSHOT_HEIGHT = 16_384
 MAX_VIEWPORT = 10_000
+#: Reads of a page that navigates meanwhile are tried again, at most this often.
+READ_ATTEMPTS = 3
 VIEWPORT_RE = re.compile(r"^\s*(\d{1,5})\s*[xX×]\s*(\d{1,5})\s*$")
 
 SESSION_HELP = ("Name of the browser session: nodes naming the same session share one browser "
@@ -106,7 +108,7 @@ class BrowserNode(Node):
             raise NodeConfigError(f"timeout_seconds must be between 0.1 and {MAX_TIMEOUT:g}")
         return seconds
 
-    def _bounded_int(self, param: Param, default: int, high: int) -> int:
+    def _bounded_int(self, param: Any, default: int, high: int) -> int:
         value = param.get()
         value = default if value is None else value
         if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= high:
@@ -162,11 +164,25 @@ class BrowserNode(Node):
         """(value or list of values, number of matches, whether any was cut)."""
         max_chars = self._bounded_int(self.max_chars, DEFAULT_MAX_CHARS, MAX_MAX_CHARS)
         max_matches = self._bounded_int(self.max_matches, DEFAULT_MAX_MATCHES, MAX_MAX_MATCHES)
-        await self._first(page, selector, "attached", timeout, "be read")
         n = 1 if match == "first" else max_matches
-        result = await self._guard(
-            page.locator(selector).evaluate_all(VALUES_JS, [n, max_chars, attr]),
-            page, selector, timeout, "be read")
+        api = playwright_api()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        for attempt in range(READ_ATTEMPTS):
+            left = max(deadline - loop.time(), 0.1)
+            await self._first(page, selector, "attached", left if attempt else timeout,
+                              "be read")
+            try:
+                result = await page.locator(selector).evaluate_all(VALUES_JS,
+                                                                   [n, max_chars, attr])
+            except api.Error as exc:
+                # A page that was navigating (a click just before) replaced
+                # the elements found: find them again on the new page.
+                if attempt + 1 < READ_ATTEMPTS and _replaced(exc):
+                    continue
+                raise NodeConfigError(_problem(exc, selector)) from None
+            if result["count"] or attempt + 1 == READ_ATTEMPTS:
+                break
         cut = False
         values = []
         for v in result["values"]:
@@ -184,6 +200,11 @@ async def _count(page: Any, selector: str) -> int:
         return await page.locator(selector).count()
     except Exception:  # noqa: BLE001 - only used to word an error
         return -1
+
+
+def _replaced(exc: Exception) -> bool:
+    text = str(exc)
+    return "Execution context was destroyed" in text or "navigat" in text
 
 
 def _problem(exc: Exception, selector: str = "") -> str:
@@ -620,8 +641,10 @@ class Screenshot(BrowserNode):
         if not name.lower().endswith(".png"):
             raise NodeConfigError(f"filename: '{quote(name)}' must end in .png (screenshots "
                                   "are PNG files)")
-        base.mkdir(parents=True, exist_ok=True)
-        return confined_path(base, name, "filename")
+        from nodes.files.paths import confined_path  # one confinement check for all nodes
+
+        # Folders on the way are made when the file is written.
+        return confined_path(base, name, param="filename")
 
 
 def _write_atomic(file: Path, data: bytes) -> None:

@@ -1,4 +1,4 @@
-"""Where a browser session may go and where its files may land.
+"""Where a browser session may go.
 
 A URL that the AI (or a message) picks is checked here before the browser
 loads it, and again by the session's guard for every navigation that
@@ -153,23 +153,3 @@ def _inside(path: Path, base: Path) -> bool:
         return False
     return True
 
-
-def confined_path(base: Path, name: str, param: str) -> Path:
-    """``name`` (a relative path) inside the folder ``base``, symlinks
-    resolved; anything that would land outside is refused. (A private
-    equivalent of nodes.files.paths.confined_path, which did not exist when
-    this package was written.)"""
-    if "\0" in name:
-        raise NodeConfigError(f"{param}: a file name cannot hold a NUL character")
-    if len(name) > 255 * 4:
-        raise NodeConfigError(f"{param}: the name is {len(name)} characters, too long")
-    rel = Path(name)
-    if rel.is_absolute() or rel.drive:
-        raise NodeConfigError(f"{param}: '{quote(name)}' must be a name inside the folder, "
-                              "not an absolute path")
-    base = base.resolve()
-    target = (base / rel).resolve()
-    if not _inside(target, base):
-        raise NodeConfigError(f"{param}: '{quote(name)}' would be outside the folder "
-                              f"{quote(base)}")
-    return target

@@ -94,7 +94,12 @@ class Driver:
                 raise NodeConfigError("the run has ended: its browsers are closed")
             if self._pw is None:
                 api = playwright_api()
-                self._pw = await api.async_playwright().start()
+                try:
+                    self._pw = await api.async_playwright().start()
+                except Exception as exc:  # noqa: BLE001 - a broken install: say what broke
+                    raise NodeConfigError(f"Playwright's driver did not start: "
+                                          f"{first_line(exc)}; reinstall the browser extra: "
+                                          "pip install -e '.[browser]'") from None
             return self._pw
 
     async def aclose(self) -> None:
