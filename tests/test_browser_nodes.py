@@ -174,7 +174,7 @@ def test_the_package_imports_no_playwright():
 
 def test_flow_checks_name_the_param():
     flow = flow_of(N("t", "browser.text", selector="h1", timeout_seconds=0, max_matches=0),
-                   N("o", "browser.open", viewport="huge", allowed_hosts=["http://x/y"]))
+                   N("o", "browser.open", viewport="huge", allowed_hosts="http://x/y"))
     problems = {(p.node, p.field): p.message for p in validate_flow(flow, REG)}
     assert any(k[0] == "t" and "timeout_seconds" in (k[1] or "") for k in problems)
     assert any(k[0] == "t" and "max_matches" in (k[1] or "") for k in problems)
@@ -208,9 +208,9 @@ async def test_missing_playwright_names_the_extra(monkeypatch):
 
 
 @pytest.mark.parametrize(("url", "params", "expected"), [
-    ("http://127.0.0.1:1/x", {"allowed_hosts": ["example.org", "*.example.com"]},
+    ("http://127.0.0.1:1/x", {"allowed_hosts": "example.org, *.example.com"},
      "url: host '127.0.0.1' is not in allowed_hosts (example.org, *.example.com)"),
-    ("http://example.org:8080/", {"allowed_hosts": ["example.org:443"]},
+    ("http://example.org:8080/", {"allowed_hosts": "example.org:443"},
      "url: host 'example.org' is not in allowed_hosts"),
     ("javascript:alert(1)", {}, "only http, https and file URLs can be opened"),
     ("file:///etc/passwd", {}, "file URLs are refused: file_base_dir is not set"),
@@ -434,7 +434,7 @@ async def test_timeouts_and_bad_selectors_name_the_selector(site):
 @needs_chromium
 async def test_redirects_off_the_allow_list_are_blocked_and_file_urls_need_a_base(site):
     port = urlsplit(site).port
-    r = await run(flow_of(N("go", "browser.goto", allowed_hosts=[f"127.0.0.1:{port}"],
+    r = await run(flow_of(N("go", "browser.goto", allowed_hosts=f"127.0.0.1:{port}",
                             url=f"{site}/redirect?to=http://localhost:{port}/article.html")),
                   reg=REG, timeout=30)
     [text] = errors(r)
@@ -457,6 +457,7 @@ async def test_an_agent_reads_a_page_with_browser_tools(site):
     port = urlsplit(site).port
     script = [
         {"tool_calls": [{"name": "browser_goto", "arguments": {"url": "http://example.org/"}}]},
+        {"tool_calls": [{"name": "goto_unlisted", "arguments": {"url": f"{site}/article.html"}}]},
         {"tool_calls": [{"name": "browser_goto",
                          "arguments": {"url": f"{site}/article.html", "allowed_hosts": []}}]},
         {"tool_calls": [{"name": "browser_goto", "arguments": {"url": f"{site}/article.html"}}]},
@@ -474,13 +475,17 @@ async def test_an_agent_reads_a_page_with_browser_tools(site):
             {"id": "show", "type": "core.debug"},
             {"id": "goto", "type": "browser.goto",
              "params": {"url": {"scope": "ai"},
-                        "allowed_hosts": {"scope": "custom", "value": [f"127.0.0.1:{port}"]}}},
+                        "allowed_hosts": {"scope": "custom", "value": f"127.0.0.1:{port}"}}},
             {"id": "text", "type": "browser.text", "params": {"selector": {"scope": "ai"}}},
+            # No allow-list: as a tool it opens nothing (as HTTP Request does).
+            {"id": "unlisted", "type": "browser.goto", "tool": {"name": "goto_unlisted"},
+             "params": {"url": {"scope": "ai"}}},
         ],
         "wires": [{"from": ["ask", "out"], "to": ["agent", "in"]},
                   {"from": ["agent", "out"], "to": ["show", "in"]},
                   {"from": ["agent", "tools"], "to": ["goto", "in"]},
-                  {"from": ["agent", "tools"], "to": ["text", "in"]}]})
+                  {"from": ["agent", "tools"], "to": ["text", "in"]},
+                  {"from": ["agent", "tools"], "to": ["unlisted", "in"]}]})
     tools = {t["function"]["name"]: t["function"]["parameters"]
              for t in agent_tool_specs(flow, REG)["agent"]}
     assert set(tools["browser_goto"]["properties"]) == {"url"}
@@ -494,9 +499,11 @@ async def test_an_agent_reads_a_page_with_browser_tools(site):
     calls = [(e.tool, e.status, e.error or "") for e in r.of("tool.result")]
     assert calls[0][:2] == ("browser_goto", "error")
     assert "host 'example.org' is not in allowed_hosts" in calls[0][2]
-    assert calls[1][:2] == ("browser_goto", "refused")  # the AI cannot widen the list
-    assert "allowed_hosts" in calls[1][2]
-    assert [c[:2] for c in calls[2:]] == [("browser_goto", "success"), ("browser_text", "success")]
+    assert calls[1][:2] == ("goto_unlisted", "error")
+    assert "allowed_hosts is empty: as an agent's tool this node opens only" in calls[1][2]
+    assert calls[2][:2] == ("browser_goto", "refused")  # the AI cannot widen the list
+    assert "allowed_hosts" in calls[2][2]
+    assert [c[:2] for c in calls[3:]] == [("browser_goto", "success"), ("browser_text", "success")]
 
 
 # -- the documentation's example runs as written -------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from runtime.message import Message
+from runtime.message import MESSAGE_TYPE, TOOL_REQUEST, Message
 from runtime.node import AI, CUSTOM, MESSAGE, Node, NodeConfigError, Output, Param, Tool, node
 
 from .policy import check_url, make_policy, parse_hosts, quote
@@ -218,10 +218,10 @@ def _problem(exc: Exception, selector: str = "") -> str:
 
 
 def _policy_params() -> tuple[Param, Param]:
-    hosts = Param("json", "Hosts an http(s) URL may go to, e.g. [\"example.com\", "
-                  "\"*.example.org\", \"127.0.0.1:8000\"]; empty: any host. Also checked for "
-                  "redirects and clicked links. Set it whenever the AI picks URLs",
-                  default=[], allow=CUSTOM)
+    hosts = Param(str, "Hosts the page may go to, comma-separated (example.com, "
+                  "127.0.0.1:8000, *.example.org); checked for redirects and clicked links too. "
+                  "Empty: any host for plain messages, none as an agent's tool",
+                  default="", allow=CUSTOM)
     base = Param(str, "Folder that file:// URLs may read from; empty: file URLs are refused",
                  default="", allow=CUSTOM)
     return hosts, base
@@ -310,7 +310,8 @@ class OpenBrowser(BrowserNode):
 
     async def on_message(self, msg: Message) -> None:
         timeout = self._timeout()
-        policy = make_policy(self.allowed_hosts.get(), self.file_base_dir.get())
+        policy = make_policy(self.allowed_hosts.get(), self.file_base_dir.get(),
+                             for_tool=msg.get(MESSAGE_TYPE) == TOOL_REQUEST)
         raw = self.url.get(msg)
         url = check_url(raw, policy) if raw and urlsplit(str(raw).strip()).scheme else None
         settings = Settings(executable=str(self.executable.get() or ""),
@@ -360,7 +361,8 @@ class GoTo(BrowserNode):
 
     async def on_message(self, msg: Message) -> None:
         timeout = self._timeout()
-        policy = make_policy(self.allowed_hosts.get(), self.file_base_dir.get())
+        policy = make_policy(self.allowed_hosts.get(), self.file_base_dir.get(),
+                             for_tool=msg.get(MESSAGE_TYPE) == TOOL_REQUEST)
         raw = self.url.get(msg)
         absolute = isinstance(raw, str) and urlsplit(raw.strip()).scheme != ""
         if absolute or not raw:

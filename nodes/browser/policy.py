@@ -3,7 +3,8 @@
 A URL that the AI (or a message) picks is checked here before the browser
 loads it, and again by the session's guard for every navigation that
 follows (a redirect, a clicked link, a script): http and https to the
-designer's ``allowed_hosts`` (any host when the list is empty), ``file://``
+designer's ``allowed_hosts`` (as the HTTP Request node: empty means any
+host for a plain message and none for an agent's tool call), ``file://``
 only under the designer's ``file_base_dir``, and nothing else but
 ``about:blank``."""
 
@@ -29,9 +30,9 @@ def quote(text: Any, limit: int = QUOTE_LIMIT) -> str:
 
 
 def parse_hosts(value: Any, param: str = "allowed_hosts") -> tuple[str, ...]:
-    """The host entries of an ``allowed_hosts`` setting: a JSON list or a
-    text with one entry per line or comma. Each is ``host``, ``host:port``
-    or ``*.domain`` (its subdomains), lowercased."""
+    """The host entries of an ``allowed_hosts`` setting: text with entries
+    separated by commas (or lines), or a list. Each is ``host``,
+    ``host:port`` or ``*.domain`` (its subdomains), lowercased."""
     if value is None or value == "":
         return ()
     if isinstance(value, str):
@@ -84,10 +85,12 @@ class UrlPolicy:
 
     allowed_hosts: tuple[str, ...] = ()
     file_base: Path | None = None
+    #: An agent's tool call: an empty allow-list allows no host, not every one.
+    for_tool: bool = False
 
     @property
     def restrictive(self) -> bool:
-        return bool(self.allowed_hosts) or self.file_base is not None
+        return bool(self.allowed_hosts) or self.file_base is not None or self.for_tool
 
     def problem(self, url: str) -> str | None:
         """Why ``url`` may not be loaded, or None when it may."""
@@ -103,9 +106,15 @@ class UrlPolicy:
         if scheme in ("http", "https"):
             if not host:
                 return f"'{quote(url)}' names no host"
-            if self.allowed_hosts and not host_allowed(host, port, scheme, self.allowed_hosts):
+            if not self.allowed_hosts:
+                if self.for_tool:
+                    return ("allowed_hosts is empty: as an agent's tool this node opens only the "
+                            "hosts the designer lists in allowed_hosts, and none is listed")
+                return None
+            if not host_allowed(host, port, scheme, self.allowed_hosts):
                 return (f"host '{quote(host)}' is not in allowed_hosts "
-                        f"({quote(', '.join(self.allowed_hosts))})")
+                        f"({quote(', '.join(self.allowed_hosts))}); only the designer can add "
+                        "a host there")
             return None
         if scheme == "file":
             if self.file_base is None:
@@ -121,13 +130,13 @@ class UrlPolicy:
                 f"(not '{quote(scheme, 20) or 'no scheme'}')")
 
 
-def make_policy(hosts: Any, file_base: Any) -> UrlPolicy:
+def make_policy(hosts: Any, file_base: Any, for_tool: bool = False) -> UrlPolicy:
     base = None
     if file_base:
         base = Path(os.path.expanduser(str(file_base))).resolve()
         if not base.is_dir():
             raise NodeConfigError(f"file_base_dir: {quote(base)} is not a folder")
-    return UrlPolicy(parse_hosts(hosts), base)
+    return UrlPolicy(parse_hosts(hosts), base, for_tool)
 
 
 def check_url(url: Any, policy: UrlPolicy, param: str = "url") -> str:
