@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -167,6 +171,14 @@ async def test_a_script_past_the_memory_cap_gets_a_memory_error_and_the_run_goes
     assert r.result.reason == "failed" and r.result.errors == 1  # one message failed, not the run
 
 
+async def test_the_smallest_cap_still_leaves_the_script_its_megabytes():
+    """The cap counts what the script uses, not address space glibc reserves
+    per thread (64 MB an arena) for the worker's own watchdog thread."""
+    r, seen = await run_python('msg["payload"] = len(bytearray(20 * 1024**2))\nreturn msg', 1,
+                               max_memory_mb=64)
+    assert errors(r) == [] and [m["payload"] for m in seen] == [20 * 1024**2]
+
+
 async def test_the_worker_is_gone_after_the_run():
     r, seen = await run_python('import os\nmsg["payload"] = os.getpid()\nreturn msg', 1)
     pid = seen[0]["payload"]
@@ -253,3 +265,43 @@ async def test_as_a_tool_the_script_gets_args_and_answers_with_the_payload():
     # The tool ran on its own clone: nothing flowed on from the node.
     assert final["payload"] == "done"
 
+
+
+HOST = """
+import sys, time
+sys.path.insert(0, {root!r})
+from nodes.core.code import ScriptWorker
+worker = ScriptWorker("while True:\\n    pass", 256, 10_000)
+worker.wait_ready()
+worker.proc.stdin.write(b'{{"msg": {{}}}}\\n')
+worker.proc.stdin.flush()
+print(worker.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def process_state(pid: int) -> str:
+    """R, S, Z...; "gone" once reaped (Linux /proc)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_worker_ends_when_its_host_is_killed_even_mid_script():
+    """A designer that crashes must not leave a script spinning forever."""
+    root = str(Path(__file__).resolve().parents[1])
+    host = subprocess.Popen([sys.executable, "-c", HOST.format(root=root)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(host.stdout.readline())
+        assert process_state(pid) in ("R", "S")
+    finally:
+        host.kill()
+        host.wait()
+    for _ in range(1000):  # bounded: at most ~20 s
+        if process_state(pid) in ("Z", "gone"):
+            break
+        time.sleep(0.02)
+    assert process_state(pid) in ("Z", "gone")

@@ -219,7 +219,23 @@ def run_one(fn, request, config):
         sys.stderr = sys.__stderr__
 
 
+def watch_parent(parent):
+    """End the worker when the process that started it is gone (killed
+    without a chance to stop it), even while a script loops forever: a
+    pure-Python loop still lets this thread in every few milliseconds."""
+    import time
+
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(3)
+
+
 def main():
+    import threading
+
+    threading.stack_size(256 * 1024)  # the memory cap counts a thread's stack
+    threading.Thread(target=watch_parent, args=(os.getppid(),), daemon=True).start()
     # The answers go to a private copy of fd 1; fd 1 itself then points
     # where stderr goes, so that a C library or os.write(1, ...) in a script
     # cannot break the protocol.
@@ -304,9 +320,12 @@ class ScriptWorker:
             kwargs["start_new_session"] = True  # its own group: killed with its children
         elif os.name == "nt":
             kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+        # One malloc arena: glibc reserves 64 MB of address space for each
+        # thread's own arena, which the cap (RLIMIT_AS) would count as used.
+        env = {**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "1")}
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", WORKER_SOURCE], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True, **kwargs)
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True, env=env, **kwargs)
         self.pid = self.proc.pid
 
     def alive(self) -> bool:
