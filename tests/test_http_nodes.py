@@ -571,3 +571,32 @@ async def test_webhook_port_in_use_is_named():
     [e] = r.of("node.error")
     assert e.message.startswith(f"port: cannot listen on 127.0.0.1:{port}")
     assert "0 for any free one" in e.message
+
+
+# -- docs/nodes-http.md -------------------------------------------------------------
+
+def test_the_examples_in_the_docs_load_and_run(tmp_path):
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from runtime.flow import parse_flow, validate_flow
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "nodes-http.md").read_text(encoding="utf-8")
+    flows = re.findall(r"```json\n(.*?)```", text, re.S)
+    assert len(flows) == 2
+    for data in flows:
+        problems = validate_flow(parse_flow(json.loads(data)), Registry.default())
+        assert [p for p in problems if p.severity == "error"] == []
+    [code] = re.findall(r"```python\n(.*?)```", text, re.S)
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    expected = [line[2:] for line in code.splitlines() if line.startswith("# ")
+                and line[2:].split(" ", 1)[0] in ("200", "success", "error")]
+    assert out.stdout.splitlines() == expected
