@@ -154,12 +154,12 @@ def test_next_five_cron_times_for_a_fixed_start_and_zone():
 
 def test_the_designer_hint_lists_five_times_or_the_problem():
     hint = Schedule.param_hint("cron", {"cron": fixed("@daily"), "timezone": fixed("UTC")})
-    lines = hint.splitlines()
-    assert lines[0].startswith("Next: ") and len(lines) == 5
-    assert all(line.endswith("00:00:00 UTC") for line in lines)
+    head, *lines = hint.splitlines()
+    assert head == "Next fire times:" and len(lines) == 5
+    assert all(line.endswith(" 00:00 UTC") for line in lines)
     assert Schedule.param_hint("timezone", {"cron": fixed("@daily")}) is None
     assert Schedule.param_hint("interval_seconds", {"interval_seconds": fixed(90.0)}) \
-        .startswith("Next: ")
+        .startswith("Next fire times:\n")
     assert Schedule.param_hint("cron", {"cron": fixed("61 * * * *")}).startswith(
         "⚠ cron '61 * * * *' is not valid")
 
@@ -277,3 +277,68 @@ def test_switchboard_run_serves_a_schedule_until_timeout(tmp_path):
     fires = [line for line in lines if line.get("node") == "show"]
     assert fires, proc.stdout
     assert "scheduled_for" in fires[0]["value"]
+
+
+# -- the designer shows the next fire times -------------------------------------------------
+
+def _hint_times(text: str) -> list[datetime]:
+    head, *lines = text.splitlines()
+    assert head == "Next fire times:", text
+    return [datetime.strptime(" ".join(line.split()[1:3]), "%Y-%m-%d %H:%M") for line in lines]
+
+
+def test_the_properties_panel_lists_five_fire_times_under_the_cron(qtbot):
+    from designer.document import FlowDocument
+    from designer.panels import PropertiesPanel
+    from runtime.flow import Flow
+
+    flow = Flow.model_validate(trigger_flow("trigger.schedule", cron="30 9 * * 1-5",
+                                            timezone="Europe/Berlin"))
+    doc = FlowDocument(flow, REG)
+    panel = PropertiesPanel(doc)
+    qtbot.addWidget(panel)
+    panel.resize(380, 860)
+    panel.show()
+    panel.set_node("trig")
+    hint = panel.form.hints.labels["cron"]
+    assert hint.isVisible()
+    times = _hint_times(hint.text())
+    assert len(times) == 5 and times == sorted(times)
+    assert all((t.hour, t.minute) == (9, 30) and t.weekday() < 5 for t in times)
+    assert times[0] > datetime.now(ZoneInfo("Europe/Berlin")).replace(tzinfo=None)
+    # Only the param that sets the timetable has one.
+    assert not panel.form.hints.labels["timezone"].isVisible()
+
+    # Typing a new expression updates it as the flow changes; a bad one says why.
+    edit = panel.form.rows["cron"].value_editor.edit
+    edit.setFocus()
+    edit.selectAll()
+    qtbot.keyClicks(edit, "0 */6 * * *")
+    assert doc.node("trig").params["cron"].value == "0 */6 * * *"
+    six_hourly = _hint_times(hint.text())
+    assert len(six_hourly) == 5
+    assert all(t.hour % 6 == 0 and t.minute == 0 for t in six_hourly)
+    assert {(b - a).total_seconds() for a, b in zip(six_hourly, six_hourly[1:], strict=False)} \
+        <= {6 * 3600, 7 * 3600, 5 * 3600}  # 6 h, or 5/7 across a daylight-saving change
+    edit.selectAll()
+    qtbot.keyClicks(edit, "61 * * * *")
+    assert hint.text().startswith("⚠ cron '61 * * * *' is not valid")
+    doc.undo_stack.undo()
+    assert hint.text().startswith("Next fire times:")
+
+
+def test_nodes_without_the_hook_get_no_hint_labels(qtbot):
+    from designer.document import FlowDocument
+    from designer.panels import PropertiesPanel
+    from designer.panels.param_hint import param_hint
+    from runtime.flow import Flow
+
+    doc = FlowDocument(Flow.model_validate(trigger_flow("trigger.file", folder="/tmp")), REG)
+    panel = PropertiesPanel(doc)
+    qtbot.addWidget(panel)
+    panel.set_node("show")
+    assert panel.form.hints.labels == {}
+    assert param_hint("core.debug", "path", {}) is None
+    assert param_hint("no.such.type", "x", {}) is None
+    assert param_hint("trigger.schedule", "cron", {}, REG) == \
+        "Set a cron expression or interval_seconds"

@@ -41,6 +41,7 @@ from runtime.spec import NodeSpec, Scope
 from .json_editor import AutoHeightText, format_json, mono_font
 from .panel_style import is_dark, label, panel_style, section
 from .param_editors import AI_COLOR, MESSAGE_COLOR, ParamRow
+from .param_hint import ParamHints
 from .tool_preview import agent_functions, hidden_params, hidden_summary, node_function
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -106,6 +107,7 @@ class NodeForm(QWidget):
         if spec.has_tools_port:
             # For an agent, what its model sees is the point: put it first.
             self._build_preview(layout)
+        self.hints = ParamHints(doc, node_id)  # live text under a param (next fire times)
         if spec.params:
             layout.addWidget(section("Parameters", self))
             for p in spec.params:
@@ -114,6 +116,7 @@ class NodeForm(QWidget):
                 row.changed.connect(lambda value, merge, name=p.name:
                                     self._push_param(name, value, merge))
                 self.rows[p.name] = row
+                self.hints.attach(p.name, row)
                 layout.addWidget(row)
         self.tool_box: QWidget | None = None
         if spec.tool is not None:
@@ -304,6 +307,7 @@ class NodeForm(QWidget):
             return
         for name, row in self.rows.items():
             row.sync(fnode.params.get(name))
+        self.hints.refresh()
         if fnode.name != self._shown_name:
             self._shown_name = fnode.name
             self.name_edit.setText(fnode.name or "")
@@ -573,6 +577,10 @@ class PropertiesPanel(QWidget):
             if ids[0] != self.node_id or self.form is None:
                 self._build_form(ids[0])
             self.stack.setCurrentIndex(2)
+            if self.form is not None:
+                # Shown, a long form gets the scroll bar, which narrows it after
+                # its first layout: sized again, no wrapped text is clipped.
+                self.form.adjustSize()
             return
         self._drop_form()
         if ids:

@@ -99,7 +99,8 @@ class Schedule(Node):
             times = cls.next_fire_times(params, 5)
         except NodeConfigError as exc:
             return f"⚠ {exc}"
-        return "Next: " + "\n".join(_show(t) for t in times)
+        seconds = any(t.second or t.microsecond for t in times)
+        return "Next fire times:\n" + "\n".join(_show(t, seconds) for t in times)
 
     # -- running ---------------------------------------------------------------------------
     async def generate(self) -> None:
@@ -275,8 +276,9 @@ async def _sleep_until(table: _Timetable, due: datetime) -> None:
         await asyncio.sleep(min(left, MAX_SLEEP))
 
 
-def _show(t: datetime) -> str:
+def _show(t: datetime, seconds: bool = True) -> str:
     """A fire time as people read it; milliseconds only when there are some
-    (sub-second intervals)."""
+    (sub-second intervals), seconds only when asked for."""
     ms = f".{t.microsecond // 1000:03d}" if t.microsecond else ""
-    return t.strftime("%a %Y-%m-%d %H:%M:%S") + ms + t.strftime(" %Z").rstrip()
+    clock = t.strftime("%H:%M:%S") + ms if seconds or ms else t.strftime("%H:%M")
+    return t.strftime("%a %Y-%m-%d ") + clock + t.strftime(" %Z").rstrip()
