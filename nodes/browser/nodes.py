@@ -237,7 +237,7 @@ def _viewport(value: Any) -> tuple[int, int]:
     return width, height
 
 
-async def _navigate(node: BrowserNode, session: Session, page: Any, url: str, wait_until: str,
+async def _navigate(session: Session, page: Any, url: str, wait_until: str,
                     timeout: float) -> Any:
     api = playwright_api()
     session.blocked = None
@@ -329,7 +329,7 @@ class OpenBrowser(BrowserNode):
             if raw and url is None:
                 url = check_url(_resolve(raw, page), policy)
             if url:
-                await _navigate(self, session, page, url, "load", timeout)
+                await _navigate(session, page, url, "load", timeout)
             title = await page.title()
             self.page_url.set(msg, page.url)
             self.title.set(msg, title)
@@ -373,7 +373,7 @@ class GoTo(BrowserNode):
             page = await session.get_page()
             url = check_url(_resolve(raw, page), policy)
             await session.set_policy(policy)
-            response = await _navigate(self, session, page, url,
+            response = await _navigate(session, page, url,
                                        self.wait_until.get() or "load", timeout)
             title = await page.title()
             self.page_url.set(msg, page.url)

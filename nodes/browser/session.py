@@ -81,35 +81,46 @@ class Settings:
 
 
 class Driver:
-    """The run's one Playwright driver process, started on first use."""
+    """The run's one Playwright driver process, started on first use.
+
+    The start runs as a task of its own, shielded: a node cancelled while
+    the driver starts (a tool timeout, the run stopping) leaves a driver
+    that aclose() still stops, never an orphan process."""
 
     def __init__(self) -> None:
-        self._pw: Any = None
-        self._lock = asyncio.Lock()
+        self._start: asyncio.Future | None = None
         self.closed = False
 
     async def get(self) -> Any:
-        async with self._lock:
-            if self.closed:
-                raise NodeConfigError("the run has ended: its browsers are closed")
-            if self._pw is None:
-                api = playwright_api()
-                try:
-                    self._pw = await api.async_playwright().start()
-                except Exception as exc:  # noqa: BLE001 - a broken install: say what broke
-                    raise NodeConfigError(f"Playwright's driver did not start: "
-                                          f"{first_line(exc)}; reinstall the browser extra: "
-                                          "pip install -e '.[browser]'") from None
-            return self._pw
+        if self.closed:
+            raise NodeConfigError("the run has ended: its browsers are closed")
+        if self._start is None:
+            self._start = asyncio.ensure_future(self._launch())
+        return await asyncio.shield(self._start)
+
+    @staticmethod
+    async def _launch() -> Any:
+        api = playwright_api()
+        try:
+            return await api.async_playwright().start()
+        except Exception as exc:  # noqa: BLE001 - a broken install: say what broke
+            raise NodeConfigError(f"Playwright's driver did not start: {first_line(exc)}; "
+                                  "reinstall the browser extra: pip install -e '.[browser]'"
+                                  ) from None
 
     async def aclose(self) -> None:
         self.closed = True
-        pw, self._pw = self._pw, None
-        if pw is not None:
-            try:
-                await asyncio.wait_for(pw.stop(), CLOSE_TIMEOUT)
-            except Exception as exc:  # noqa: BLE001 - the run is ending; say so, go on
-                log.warning("could not stop the Playwright driver: %s", exc)
+        start, self._start = self._start, None
+        if start is None:
+            return
+        try:
+            pw = await asyncio.wait_for(asyncio.shield(start), CLOSE_TIMEOUT)
+        except Exception:  # noqa: BLE001 - it never started: nothing to stop
+            return
+        try:
+            await asyncio.wait_for(pw.stop(), CLOSE_TIMEOUT)
+        except Exception as exc:  # noqa: BLE001 - the run is ending; say so, go on
+            log.warning("could not stop the Playwright driver: %s", exc)
 
 
 class Session:
