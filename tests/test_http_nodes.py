@@ -600,3 +600,35 @@ def test_the_examples_in_the_docs_load_and_run(tmp_path):
     expected = [line[2:] for line in code.splitlines() if line.startswith("# ")
                 and line[2:].split(" ", 1)[0] in ("200", "success", "error")]
     assert out.stdout.splitlines() == expected
+
+
+async def test_malformed_and_oversized_heads_get_400_and_431():
+    nodes = [hook(), N("show", "core.debug")]
+    async with Served(nodes, ["hook->show"]) as s:
+        port = int(s.url.split(":")[2].split("/")[0])
+
+        async def raw(data: bytes) -> bytes:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(data)
+            await writer.drain()
+            answer = await asyncio.wait_for(reader.read(), WAIT)
+            writer.close()
+            return answer
+
+        assert (await raw(b"NOT HTTP\r\n\r\n")).startswith(b"HTTP/1.1 400 Bad Request\r\n")
+        big = b"POST /orders HTTP/1.1\r\n" + b"X-Pad: " + b"a" * 40_000 + b"\r\n\r\n"
+        assert (await raw(big)).startswith(b"HTTP/1.1 431 ")
+        assert (await raw(b"POST /orders HTTP/2.0\r\n\r\n")).startswith(b"HTTP/1.1 505 ")
+        assert s.debug() == []
+
+
+def test_webhook_settings_are_checked_when_the_flow_loads():
+    from runtime.flow import FlowError
+
+    with pytest.raises(FlowError) as err:
+        engine_for(make_flow([N("hook", "trigger.webhook", port=70000, path="orders",
+                                secret_header="X-Secret")]))
+    text = str(err.value)
+    assert "params.port: port must be 0-65535" in text
+    assert "params.path: path must start with /" in text
+    assert "params.secret_header: set both secret_header and secret, or neither" in text

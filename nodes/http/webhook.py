@@ -44,6 +44,8 @@ LINGER_BYTES = 4 * 1024 * 1024
 #: Seconds the open connections get to finish when the run stops.
 CLOSE_GRACE = 2.0
 MAX_RESPONSE_HEADERS = 100
+#: Open connections allowed: twice max_pending, at least this many.
+MIN_CONNECTIONS = 64
 QUOTE_LIMIT = 200
 
 _ids = itertools.count(1)
@@ -147,7 +149,7 @@ def response_bytes(status: int, headers: list[tuple[str, str]], body: bytes, *,
     return out if head_only else out + body
 
 
-@node("trigger.webhook", name="Webhook", category="Triggers", icon="webhook", color="#8e6cc4",
+@node("trigger.webhook", name="Webhook", category="Triggers", icon="webhook", color="#d35400",
       inputs=())
 class Webhook(Node):
     """Serves an HTTP endpoint while the flow runs: each request to its
@@ -291,6 +293,12 @@ class Webhook(Node):
             self._handlers.add(task)
         self._writers.add(writer)
         try:
+            if len(self._writers) > max(2 * self._max_pending, MIN_CONNECTIONS):
+                # Idle connections are bounded too (each also ends after
+                # READ_TIMEOUT without a request).
+                await self._write(writer, Reply(503, [("Retry-After", "1")],
+                                                b"too many open connections"), keep=False)
+                return
             keep = not self._closing
             while keep:
                 self._busy.discard(writer)
