@@ -356,13 +356,14 @@ async def test_an_agent_cannot_reach_outside_the_base_folder(base: Path, outside
     result, rec, _ = await servers.flows.run(flow, reg=Registry([Inject, DebugNode, Agent,
                                                                  *FILE_NODES]))
     assert result.status == "ok", rec.of("node.error")
-    results = rec.of("tool.result")
-    assert len(results) == len(calls)
-    for (name, _), res in zip(calls, results, strict=True):
-        assert res.status == "error", (name, res)
-        assert ("outside the base folder" in res.error or "is an absolute path" in res.error), \
-            (name, res.error)
-        assert str(base) not in res.error
+    [answer] = rec.debug_values()
+    results = answer["agent"]["tool_calls"]  # in call order
+    assert [r["tool"] for r in results] == [name for name, _ in calls]
+    for res in results:
+        assert res["status"] == "error", res
+        assert ("outside the base folder" in res["error"]
+                or "is an absolute path" in res["error"]), res
+        assert str(base) not in res["error"]
     assert tree(base.parent) == before  # nothing created, changed, moved or deleted
 
 
@@ -372,15 +373,18 @@ async def test_an_agent_works_inside_the_base_folder(base: Path):
         {"name": "write_file", "arguments": {"path": "../escape.txt", "content": "pwned"}},
         {"name": "write_file", "arguments": {"path": "notes/ok.txt", "content": "fine"}},
         {"name": "read_file", "arguments": {"path": "inside.txt"}},
-        {"name": "write_csv", "arguments": {"path": "t.csv", "rows": [{"a": 1, "b": "x"}]}},
-        {"name": "list_files", "arguments": {"folder": "notes"}}]},
-        {"tool_calls": [{"name": "read_csv", "arguments": {"path": "t.csv"}}]},
+        {"name": "write_csv", "arguments": {"path": "t.csv", "rows": [{"a": 1, "b": "x"}]}}]},
+        # The calls of one turn run concurrently: what reads their files comes next turn.
+        {"tool_calls": [{"name": "list_files", "arguments": {"folder": "notes"}},
+                        {"name": "read_csv", "arguments": {"path": "t.csv"}}]},
         {"text": "done"}]
     flow = agent_flow(scripted(turns), all_tools(base), "Save a note")
     result, rec, _ = await servers.flows.run(flow, reg=Registry([Inject, DebugNode, Agent,
                                                                  *FILE_NODES]))
     assert result.status == "ok", rec.of("node.error")
-    results = [(e.tool, e.status, e.error, e.data) for e in rec.of("tool.result")]
+    [answer] = rec.debug_values()
+    results = [(c["tool"], c["status"], c.get("error", ""), c.get("data"))
+               for c in answer["agent"]["tool_calls"]]  # in call order
     assert results[0] == ("write_file", "error",
                           "path: '../escape.txt' leads outside the base folder", None)
     assert not (base.parent / "escape.txt").exists()
@@ -669,3 +673,33 @@ def test_flow_checks_name_bad_bounds_and_encodings():
 def test_importing_the_package_does_not_import_openpyxl():
     code = "import sys, nodes.files; assert 'openpyxl' not in sys.modules, 'imported'"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=60)
+
+
+def test_the_docs_examples_run(tmp_path: Path):
+    """docs/nodes-files.md's Python examples run as they are and print what
+    the page says they print."""
+    import re
+
+    text = (ROOT / "docs" / "nodes-files.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 2
+    env = {**os.environ, "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
+           "PYTHONPATH": str(ROOT)}
+    outputs = []
+    for i, code in enumerate(blocks):
+        script = tmp_path / f"example{i}.py"
+        script.write_text(code, encoding="utf-8")
+        done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, timeout=60,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    files_out, tables_out = outputs
+    assert "problem path: '../escape.txt' leads outside the base folder" in files_out
+    assert "'path': 'notes/today.txt', 'size': 9" in files_out and "show Buy milk" in files_out
+    assert not (tmp_path / "data" / "escape.txt").exists()
+    assert "show [{'id': '1', 'customer': 'Ann'}, {'id': '2', 'customer': 'Bob'}]" in tables_out
+    assert "'error': \"path: '../secrets.csv' leads outside the base folder\"" in tables_out
+    wb = openpyxl.load_workbook(tmp_path / "data" / "files" / "report.xlsx")
+    assert wb.sheetnames == ["Orders", "Summary"]
+    assert [[c.value for c in r] for r in wb["Summary"].iter_rows()] == [
+        ["orders", "revenue"], [2, 17.5]]

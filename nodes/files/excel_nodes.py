@@ -451,7 +451,7 @@ def write_excel(path: Path, raw: Any, rows: list, dicts: bool, columns: list[str
         wb = openpyxl.Workbook()
         ws = wb.active
         try:
-            ws.title = sheet or "Sheet1"
+            ws.title = _check_title(sheet) or "Sheet1"
         except ValueError as exc:
             raise NodeConfigError(f"sheet: '{quote(sheet)}' cannot name a sheet ({exc})") from None
 
@@ -502,11 +502,19 @@ def write_excel(path: Path, raw: Any, rows: list, dicts: bool, columns: list[str
     return ws.title
 
 
+def _check_title(sheet: str) -> str:
+    if len(sheet) > 31:  # openpyxl only warns; Excel refuses to open the file
+        raise NodeConfigError(f"sheet: '{quote(sheet)}' is {len(sheet)} characters; a sheet "
+                              "name has at most 31")
+    return sheet
+
+
 def _sheet_for_write(wb: Any, sheet: str) -> Any:
     if not sheet:
         return wb.worksheets[0]
     if sheet in wb.sheetnames:
         return wb[sheet]
+    _check_title(sheet)
     try:
         return wb.create_sheet(sheet)
     except ValueError as exc:

@@ -113,7 +113,8 @@ def read_bytes_as(target: Path, raw: Any, fmt: str, encoding: str,
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise decode_problem(exc, str(raw), encoding) from None
+        problem = decode_problem(exc, str(raw), encoding)
+        raise NodeConfigError(f"{problem}, or read a binary file with format base64") from None
     if fmt == "text":
         return text, target, len(data)
     try:
