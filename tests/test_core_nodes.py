@@ -230,8 +230,17 @@ async def test_split_a_list_sends_one_message_per_item_in_order():
     r = await run(flow)
     seen = r.node("n2").seen
     assert [m["payload"] for m in seen] == [{"a": 1}, "b", 3]
-    assert [m["parts"] for m in seen] == [{"index": i, "count": 3, "key": i} for i in range(3)]
-    assert len({m["_msgid"] for m in seen}) == 3
+    group = seen[0]["parts"]["id"]
+    assert [m["parts"] for m in seen] == [{"index": i, "count": 3, "key": i, "id": group}
+                                          for i in range(3)]
+    assert len({m["_msgid"] for m in seen}) == 3 and group not in {m["_msgid"] for m in seen}
+
+
+async def test_two_splits_of_the_same_length_are_told_apart_by_their_id():
+    flow = chain(("core.split", {}), ("test.sink", {}), payload=[1, 2], count=2)
+    r = await run(flow)
+    ids = [m["parts"]["id"] for m in r.node("n2").seen]
+    assert len(ids) == 4 and ids[0] == ids[1] and ids[2] == ids[3] and ids[0] != ids[2]
     assert all(m["topic"] == "" for m in seen)
 
 

@@ -158,7 +158,8 @@ def _env():
 @node("core.split", name="Split", category="Core", icon="split", color="#e2a03f")
 class Split(Node):
     """Sends one message per element of a list (or per key of an object),
-    with ``parts`` = {index, count, key} so a later node knows where it was."""
+    with ``parts`` = {index, count, key, id} so a later node knows where it was
+    (``id`` is the split message's, the same for all its parts)."""
 
     path = Param(str, "The list to split", default="payload", allow=CUSTOM)
 
@@ -178,10 +179,13 @@ class Split(Node):
         # each time (that was quadratic). The incoming message is ours to
         # change: it is dropped here, and each item goes to exactly one part.
         set_path(msg, path, None)
+        # The split message's id names the group, so that a Join in auto
+        # mode never mixes the parts of two splits of the same length.
+        group = msg.get("_msgid") or new_msgid()
         for i, (key, item) in enumerate(items):
             part = deep_copy(msg)
             set_path(part, path, item)
-            part["parts"] = {"index": i, "count": len(items), "key": key}
+            part["parts"] = {"index": i, "count": len(items), "key": key, "id": group}
             part["_msgid"] = new_msgid()
             self.send(part)
         return DROP
