@@ -234,6 +234,7 @@ async def test_split_a_list_sends_one_message_per_item_in_order():
     assert [m["parts"] for m in seen] == [{"index": i, "count": 3, "key": i, "id": group}
                                           for i in range(3)]
     assert len({m["_msgid"] for m in seen}) == 3 and group not in {m["_msgid"] for m in seen}
+    assert all(m["topic"] == "" for m in seen)
 
 
 async def test_two_splits_of_the_same_length_are_told_apart_by_their_id():
@@ -241,7 +242,6 @@ async def test_two_splits_of_the_same_length_are_told_apart_by_their_id():
     r = await run(flow)
     ids = [m["parts"]["id"] for m in r.node("n2").seen]
     assert len(ids) == 4 and ids[0] == ids[1] and ids[2] == ids[3] and ids[0] != ids[2]
-    assert all(m["topic"] == "" for m in seen)
 
 
 async def test_split_an_object_sends_one_message_per_key():
