@@ -167,3 +167,27 @@ def test_try_as_tool_shows_the_designer_the_whole_error_the_llm_gets_only_in_sho
     assert str(blocker) in result.error and "the tool failed unexpectedly" not in result.error
     assert "the tool failed unexpectedly" in result.response["__tool_error__"]
     assert str(blocker) not in result.response["__tool_error__"]
+
+
+def test_a_screenshot_a_debug_value_points_to_is_shown_under_it(qtbot, tmp_path):
+    from PySide6.QtGui import QColor, QImage
+
+    from designer.panels.inspector import Inspector
+    from runtime.events import Debug, RunStarted
+
+    png = tmp_path / "page.png"
+    image = QImage(320, 200, QImage.Format.Format_RGB32)
+    image.fill(QColor("#3366cc"))
+    assert image.save(str(png))
+    inspector = Inspector()
+    qtbot.addWidget(inspector)
+    inspector.resize(1200, 400)
+    inspector.show()
+    inspector.apply_events([RunStarted(run_id="r1"),
+                            Debug(run_id="r1", node="shot", value={"screenshot": str(png)}),
+                            Debug(run_id="r1", node="shot", value={"screenshot": "/no/such.png"})])
+    debug = inspector.debug
+    debug.list.setCurrentItem(debug.list.topLevelItem(0))
+    assert debug.image.isVisible() and not debug.image.pixmap().isNull()
+    debug.list.setCurrentItem(debug.list.topLevelItem(1))  # a path that is not there
+    assert not debug.image.isVisible()

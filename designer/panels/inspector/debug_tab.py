@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -79,12 +81,21 @@ class DebugTab(QWidget):
         self._mono = mono_font()
 
         self.detail = JsonTree()
+        # A browser.screenshot's debug value ({"screenshot": path}) shows
+        # the picture under its value.
+        self.image = QLabel()
+        self.image.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
+        self.image.setVisible(False)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.detail)
+        right.addWidget(self.image)
+        right.setSizes([120, 340])
         self.empty = hint_label("Run the flow (F5). Values shown by Debug nodes appear here.")
         self.stack = QStackedWidget()
         self.stack.addWidget(self.empty)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.list)
-        split.addWidget(self.detail)
+        split.addWidget(right)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
         split.setSizes([700, 460])
@@ -166,9 +177,23 @@ class DebugTab(QWidget):
     def _current_changed(self, item: QTreeWidgetItem | None, _prev: object = None) -> None:
         if item is None:
             self.detail.clear()
+            self._show_image(None)
             return
         entry: DebugEntry = item.data(0, ENTRY_ROLE)
         self.detail.set_roots([(self.ctx.name_of(entry.node), entry.value)])
+        self._show_image(screenshot_path(entry.value))
+
+    def _show_image(self, path: str | None) -> None:
+        pixmap = QPixmap(path) if path else QPixmap()
+        if pixmap.isNull():
+            self.image.clear()
+            self.image.setVisible(False)
+            return
+        width = max(120, self.image.width() - 16)
+        self.image.setPixmap(pixmap.scaledToWidth(min(width, pixmap.width()),
+                                                  Qt.TransformationMode.SmoothTransformation))
+        self.image.setToolTip(path)
+        self.image.setVisible(True)
 
     def _clicked(self, item: QTreeWidgetItem) -> None:
         self.node_selected.emit(item.data(0, ENTRY_ROLE).node)
@@ -183,3 +208,12 @@ class DebugTab(QWidget):
         total = self.list.topLevelItemCount()
         self.count.setText(f"{shown} of {total}" if shown != total else
                            f"{total} message{'s' if total != 1 else ''}")
+
+
+def screenshot_path(value: object) -> str | None:
+    """The PNG a debug value points to ({"screenshot": path}), if it exists."""
+    if isinstance(value, dict) and isinstance(value.get("screenshot"), str):
+        path = value["screenshot"]
+        if path.lower().endswith(".png") and Path(path).is_file():
+            return path
+    return None
