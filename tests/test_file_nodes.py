@@ -485,6 +485,10 @@ async def test_csv_append_follows_the_header(base: Path):
     assert error == "rows: row 1 has the column 'zzz', which the header of 'log.csv' lacks (a, b)"
     error = await fails("csv.write", base, [{"a": 1}], path="log.csv", mode="fail_if_exists")
     assert error == "path: 'log.csv' already exists (mode fail_if_exists)"
+    # A header written with a byte order mark (utf-8-sig) still matches.
+    (base / "bom.csv").write_text("a,b\r\n1,2\r\n", encoding="utf-8-sig")
+    await ok("csv.write", base, [{"b": 4, "a": 3}], path="bom.csv", mode="append")
+    assert (base / "bom.csv").read_text(encoding="utf-8-sig").splitlines() == ["a,b", "1,2", "3,4"]
     # columns picks and orders; keys not listed are left out.
     await ok("csv.write", base, [{"a": 1, "b": 2, "c": 3}], path="cols.csv", columns=["c", "a"])
     assert (base / "cols.csv").read_text().splitlines() == ["c,a", "3,1"]
@@ -599,6 +603,9 @@ async def test_excel_read_sheet_header_row_and_range(base: Path, workbook: Path)
     first = await ok("excel.read", base, path="orders.xlsx")
     assert first["sheet"] == "Summary" and first["columns"] == ["just a summary"]
 
+    error = await fails("excel.read", base, path="orders.xlsx", sheet="Summary", header_row=5)
+    assert error == ("header_row: sheet 'Summary' has 1 row in the range read, fewer than "
+                     "header_row=5")
     error = await fails("excel.read", base, path="orders.xlsx", sheet="Nope")
     assert error.startswith("sheet: the workbook has no sheet 'Nope' (its sheets: Summary, Orders")
     error = await fails("excel.read", base, path="orders.xlsx", sheet="Orders", header_row=3,

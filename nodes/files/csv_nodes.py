@@ -288,8 +288,10 @@ def _existing_header(path: Path, delimiter: str, encoding: str) -> tuple[list[st
         f.seek(-1, os.SEEK_END)
         ends_with_newline = f.read(1) in (b"\n", b"\r")
     with open(path, newline="", encoding=encoding) as f:
-        first = next(csv.reader(f, delimiter=delimiter), None)
-    return (first or []), ends_with_newline
+        first = next(csv.reader(f, delimiter=delimiter), None) or []
+    if first and first[0].startswith("\ufeff"):  # written as utf-8-sig, appended as utf-8
+        first[0] = first[0][1:]
+    return first, ends_with_newline
 
 
 def _cell(value: Any) -> Any:

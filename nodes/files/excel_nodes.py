@@ -237,7 +237,7 @@ def read_excel(path: Path, raw: Any, sheet: Any, bounds: tuple, header_row: int,
             columns: list[str] = []
             rows: list = []
             append = rows.append
-            width = 0
+            width = number_seen = 0
             for number, values in enumerate(ws.iter_rows(
                     min_row=min_row, max_row=max_row, min_col=min_col, max_col=max_col,
                     values_only=True), 1):
@@ -245,6 +245,7 @@ def read_excel(path: Path, raw: Any, sheet: Any, bounds: tuple, header_row: int,
                     raise NodeConfigError(
                         f"range: row {number} of sheet '{quote(ws.title)}' is {len(values):,} "
                         f"cells wide, more than the {MAX_COLUMNS:,} a row may have; give a range")
+                number_seen = number
                 if number < header_row:
                     continue
                 if number == header_row:
@@ -270,6 +271,10 @@ def read_excel(path: Path, raw: Any, sheet: Any, bounds: tuple, header_row: int,
                     append(dict(zip(columns, cells[:width], strict=True)))
                 else:
                     append(cells)
+            if header_row and not columns and number_seen:
+                raise NodeConfigError(f"header_row: sheet '{quote(ws.title)}' has "
+                                      f"{number_seen:,} row{'' if number_seen == 1 else 's'} in the range read, fewer than "
+                                      f"header_row={header_row}")
             return rows, columns, ws.title
         finally:
             wb.close()
