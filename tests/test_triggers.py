@@ -342,3 +342,18 @@ def test_nodes_without_the_hook_get_no_hint_labels(qtbot):
     assert param_hint("no.such.type", "x", {}) is None
     assert param_hint("trigger.schedule", "cron", {}, REG) == \
         "Set a cron expression or interval_seconds"
+
+
+# -- the docs' flows still load ---------------------------------------------------------------
+
+def test_every_flow_in_the_docs_loads():
+    import re
+
+    doc = (ROOT / "docs" / "nodes-triggers-and-mail-in.md").read_text(encoding="utf-8")
+    flows = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", doc, re.S)
+             if '"switchboard.flow/1"' in b]
+    assert len(flows) == 5
+    for data in flows:
+        flow = parse_flow(data)
+        assert [str(p) for p in validate_flow(flow, REG) if p.severity == "error"] == [], \
+            data["name"]

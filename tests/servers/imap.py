@@ -232,11 +232,37 @@ service stats {{
         self.stop()
 
 
-if __name__ == "__main__":
-    with ImapServer() as server:
-        print(f"Dovecot on 127.0.0.1:{server.port}, user {server.username}, "
-              f"password {server.password}; Ctrl+C stops it")
+def _main() -> None:
+    import argparse
+    from email.message import EmailMessage
+
+    parser = argparse.ArgumentParser(description="A throw-away Dovecot on 127.0.0.1 with one "
+                                     "user and one unseen mail in INBOX, until Ctrl+C")
+    parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    args = parser.parse_args()
+    # SIGTERM cleans up like Ctrl+C: Dovecot stopped, its folder deleted.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    server = ImapServer()
+    if args.port:
+        server.port = args.port
+    with server:
+        mail = EmailMessage()
+        mail["From"] = "Ada <ada@example.com>"
+        mail["To"] = f"{server.username}@example.com"
+        mail["Subject"] = "Welcome to the test mailbox"
+        mail["Date"] = "Mon, 03 Mar 2025 09:00:00 +0000"
+        mail.set_content("This mail was put here by tests/servers/imap.py.\n")
+        mail.add_attachment(b"a,b\n1,2\n", maintype="text", subtype="csv", filename="numbers.csv")
+        server.append(bytes(mail))
+        print(f"Dovecot on 127.0.0.1:{server.port}, user {server.username!r}, one unseen mail "
+              "in INBOX. In another shell:")
+        print(f"  export IMAP_PASSWORD={server.password}")
+        print("Ctrl+C stops it and deletes everything.", flush=True)
         try:
             server.proc.wait()
         except KeyboardInterrupt:
             pass
+
+
+if __name__ == "__main__":
+    _main()
