@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import math
 import mimetypes
 import os
 from pathlib import Path
@@ -122,7 +123,7 @@ class HttpRequest(Node):
             return p.value if p is not None and p.scope.value == "custom" else None
 
         timeout = value("timeout_seconds")
-        if isinstance(timeout, (int, float)) and timeout <= 0:
+        if isinstance(timeout, (int, float)) and not 0 < timeout < math.inf:
             problems.append(("timeout_seconds", "timeout_seconds must be more than 0"))
         limit = value("max_response_bytes")
         if isinstance(limit, int) and limit < 1:
@@ -167,8 +168,8 @@ class HttpRequest(Node):
         self._sem = asyncio.Semaphore(conc)
         timeout = self.timeout_seconds.get()
         self._timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
-        if self._timeout <= 0:
-            raise NodeConfigError("timeout_seconds must be more than 0")
+        if not 0 < self._timeout < math.inf:  # NaN too
+            raise NodeConfigError("timeout_seconds must be a number more than 0")
         limit = self.max_response_bytes.get()
         self._limit = DEFAULT_MAX_RESPONSE_BYTES if limit is None else int(limit)
         if self._limit < 1:

@@ -15,6 +15,7 @@ import asyncio
 import hmac
 import itertools
 import json
+import math
 import os
 from http import HTTPStatus
 from typing import Any
@@ -192,7 +193,7 @@ class Webhook(Node):
         if isinstance(path, str) and not path.startswith("/"):
             problems.append(("path", "path must start with /"))
         timeout = value("response_timeout_seconds")
-        if isinstance(timeout, (int, float)) and timeout <= 0:
+        if isinstance(timeout, (int, float)) and not 0 < timeout < math.inf:
             problems.append(("response_timeout_seconds",
                              "response_timeout_seconds must be more than 0"))
         for name in ("max_body_bytes", "max_pending"):
@@ -225,7 +226,7 @@ class Webhook(Node):
             raise NodeConfigError("path must start with /")
         self._method = self.method.get() or "POST"
         self._timeout = float(self.response_timeout_seconds.get() or DEFAULT_RESPONSE_TIMEOUT)
-        if self._timeout <= 0:
+        if not 0 < self._timeout < math.inf:  # NaN too
             raise NodeConfigError("response_timeout_seconds must be more than 0")
         self._max_body = int(self.max_body_bytes.get() or 0) \
             if self.max_body_bytes.get() is not None else DEFAULT_MAX_BODY
