@@ -287,6 +287,43 @@ async def test_max_messages_from_a_message_is_bounded_too(imap, folder):
     assert rec.of("node.error")[0].message == "max_messages must be 1-1000 (got 100000)"
 
 
+# -- TLS: certificates are checked ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tls_imap():
+    with ImapServer(password="imap-tls-pass-51b7e0", tls=True) as server:
+        yield server
+
+
+@pytest.mark.parametrize("mode", ["ssl", "starttls"])
+async def test_tls_modes_check_the_server_certificate(tls_imap, mode, monkeypatch, tmp_path):
+    monkeypatch.setenv(PASSWORD_ENV, tls_imap.password)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    folder = f"t{uuid.uuid4().hex[:10]}"
+    with tls_imap.client() as c:
+        assert c.create(folder)[0] == "OK"
+    raw, _ = await send_to_outbox(tmp_path, to="robot@example.com", subject=f"over {mode}",
+                                  body="encrypted all the way")
+    tls_imap.append(raw, folder)
+    port = tls_imap.tls_port if mode == "ssl" else tls_imap.port
+    flow = read_flow(tls_imap, folder=folder, tls=mode, port=port)
+
+    # A self-signed certificate nobody trusts: refused before the password is sent.
+    logins = tls_imap.log().count("Login: user=<robot>")
+    result, rec, _ = await run(flow, reg=REG)
+    assert result.status == "error"
+    assert rec.of("node.error")[0].message.startswith(
+        f"IMAP 127.0.0.1:{port}: TLS failed (CERTIFICATE_VERIFY_FAILED)")
+    assert tls_imap.log().count("Login: user=<robot>") == logins
+
+    # Trusted (as a company CA would be): read over TLS.
+    monkeypatch.setenv("SSL_CERT_FILE", str(tls_imap.cert))
+    result, rec, _ = await run(flow, reg=REG)
+    assert result.status == "ok", rec.of("node.error")
+    assert [m["payload"]["subject"] for m in rec.debug_values()] == [f"over {mode}"]
+    assert tls_imap.password not in rec.dump()
+
+
 # -- as an agent's tool ----------------------------------------------------------------
 
 async def test_an_agent_reads_mail_through_the_tool(imap, folder, tmp_path):

@@ -10,6 +10,7 @@ an attachment, how long a body, how long the search text."""
 
 from __future__ import annotations
 
+import contextlib
 import imaplib
 import os
 import re
@@ -144,7 +145,7 @@ class ReadMail(Node):
 
     async def on_message(self, msg: Message) -> Any:
         s = self._settings(msg)
-        self.show_status(f"reading {s['folder']}…", "blue", "busy")
+        self.show_status(f"reading {s['folder']}…", "blue", "running")
         mails = await self.run_blocking(_read_mailbox, s)
         n = len(mails)
         self.show_status(f"{n} mail{'s' * (n != 1)} read" if n else
@@ -277,7 +278,8 @@ def _connect(s: dict[str, Any], where: str) -> imaplib.IMAP4:
             try:
                 client.starttls(ssl.create_default_context())
             except Exception:
-                client.shutdown()
+                with contextlib.suppress(OSError):
+                    client.shutdown()  # the socket may be half wrapped, or closed already
                 raise
         return client
     except ssl.SSLError as exc:

@@ -174,7 +174,7 @@ class FileWatch(Node):
             text = (f"{dropped} more changes in one group were dropped (max_changes="
                     f"{self._limit})")
             self.log(text, "warning")
-            self.show_status(text, "orange", "idle")
+            self.show_status(text, "yellow", "idle")
         elif sent:
             self.show_status(f"watching {self._folder.name or self._folder}: {sent} "
                              f"change{'s' * (sent != 1)} sent", "green", "idle")

@@ -59,7 +59,8 @@ class ImapServer:
     ``imap.username``, ``imap.password``, ``imap.append(raw)``,
     ``imap.client()`` for a logged-in imaplib client."""
 
-    def __init__(self, username: str = "robot", password: str = "imap-test-password-42") -> None:
+    def __init__(self, username: str = "robot", password: str = "imap-test-password-42", *,
+                 tls: bool = False) -> None:
         problem = available()
         if problem:
             raise DovecotUnavailable(problem)
@@ -67,6 +68,11 @@ class ImapServer:
         self.password = password
         self.host = "127.0.0.1"
         self.port = free_port()
+        #: With ``tls``: a self-signed certificate for 127.0.0.1 (``self.cert``,
+        #: trust it with SSL_CERT_FILE), STARTTLS on ``port`` and implicit TLS
+        #: on ``tls_port``.
+        self.tls = tls
+        self.tls_port = free_port() if tls else 0
         self.dir = Path(tempfile.mkdtemp(prefix="switchboard-dovecot-"))
         self.proc: subprocess.Popen | None = None
 
@@ -93,6 +99,15 @@ class ImapServer:
         (d / "passwd").write_text(
             f"{self.username}:{{PLAIN}}{self.password}:{uid}:{gid}::{d / 'home'}::\n",
             encoding="utf-8")
+        ssl = "ssl = no"
+        if self.tls:
+            self.cert, key = d / "cert.pem", d / "key.pem"
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                            "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                            "-keyout", str(key), "-out", str(self.cert)],
+                           check=True, capture_output=True, timeout=READY_WAIT)
+            ssl = f"ssl = yes\nssl_cert = <{self.cert}\nssl_key = <{key}"
         conf = d / "dovecot.conf"
         conf.write_text(f"""\
 instance_name = switchboard-test-{self.port}
@@ -100,7 +115,7 @@ base_dir = {d / 'run'}
 state_dir = {d / 'state'}
 {service_users}protocols = imap
 listen = 127.0.0.1
-ssl = no
+{ssl}
 disable_plaintext_auth = no
 auth_mechanisms = plain login
 auth_failure_delay = 0
@@ -123,7 +138,8 @@ service imap-login {{
     port = {self.port}
   }}
   inet_listener imaps {{
-    port = 0
+    address = 127.0.0.1
+    port = {self.tls_port}
   }}
   chroot =
 }}
