@@ -430,34 +430,23 @@ class ToolBridge:
         over: list[Any] = []
         if max_calls and len(calls) > max_calls:
             calls, over = calls[:max_calls], calls[max_calls:]
-        # Each call's checks and first step run here, in call order; a call
-        # still going after it (it awaits I/O) goes on in a task of its own,
-        # and those run concurrently. A call that finishes in its first
-        # step (every plain-function node, any tool that does not wait)
-        # costs no task and no timer.
-        out: list[Any] = []
-        running: list[tuple[int, _Running]] = []
-        for c in calls:
-            started = self._begin(base, c[0], c[1], c[2])
-            if isinstance(started, _Running):
-                running.append((len(out), started))
-                out.append(None)
-            else:
-                out.append(started)
-        if len(running) == 1:
-            i, r = running[0]
-            out[i] = await self._wait(r, timeout)
-        elif running:
+        # A call runs start to end in one task: node code may enter a scope
+        # bound to its task in its first step (asyncio.timeout, an httpx
+        # request's cancel scope) and must leave it in the same one. So a
+        # call only runs in the agent's own task when no other call of the
+        # turn could overlap it: one call, or nodes that never wait (plain
+        # functions that do not block). Otherwise each call gets a task.
+        if len(calls) <= 1 or all(self._never_waits(c[1]) for c in calls):
+            out: list[Any] = [await self.call(base, c[0], c[1], c[2], timeout) for c in calls]
+        else:
             loop = asyncio.get_running_loop()
-            tasks = [loop.create_task(self._wait(r, timeout)) for _, r in running]
+            tasks = [loop.create_task(self.call(base, c[0], c[1], c[2], timeout)) for c in calls]
             try:
-                results = await asyncio.gather(*tasks)
+                out = list(await asyncio.gather(*tasks))
             except BaseException:
                 for t in tasks:
                     t.cancel()
                 raise
-            for (i, _), result in zip(running, results, strict=True):
-                out[i] = result
         if over:
             total = len(calls) + len(over)
             why = (f"too many tool calls in one turn: {total} asked, and "
@@ -465,6 +454,13 @@ class ToolBridge:
                    "this call did not run, make it again in the next turn")
             out += [self.refuse(c[0], c[1], c[2], why) for c in over]
         return out
+
+    def _never_waits(self, name: str) -> bool:
+        tool = self.tools.get(name)
+        if tool is None:
+            return True  # refused at once
+        rt = self.engine.nodes[tool.node_id]
+        return not rt.is_async and not rt.node.blocking
 
     def refuse(self, call_id: str, name: Any, raw_args: Any, why: str) -> ToolOutcome:
         """A call that never reaches its node (past max_tool_calls_per_turn):

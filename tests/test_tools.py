@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from nodes.core.transform import Change
 from nodes.mail import SendMail
 from runtime.flow import FlowNode, validate_flow
+from runtime.node import AI, CUSTOM, Node, Output, Param, Tool, node
 from runtime.registry import Registry
 from runtime.spec import ParamValue, Scope
 from runtime.tools import agent_tool_specs, compile_check, tool_schema
@@ -535,3 +536,30 @@ async def test_resume_after_a_first_step_taken_by_hand_behaves_as_await():
     with pytest.raises(TimeoutError):
         await stuck_by_hand()
     assert log == ["cleanup", "cleanup", "cancelled"]
+
+
+@node("test.own_timeout", name="Own timeout", category="Test",
+      tool=Tool("own_timeout", "Waits for something that never comes, under its own timeout"))
+class OwnTimeout(Node):
+    tag = Param(str, "A label", scope=AI, allow=AI | CUSTOM)
+    result = Output(str, "What happened")
+
+    async def on_message(self, msg):
+        # A scope bound to the current task, entered in the first step: it
+        # must be the same task that awaits the rest of this call.
+        try:
+            async with asyncio.timeout(0.05):
+                await asyncio.Event().wait()
+        except TimeoutError:
+            self.result.set(msg, f"{self.tag.get(msg)}: gave up on its own")
+
+
+async def test_calls_that_wait_run_each_in_one_task_from_start_to_end():
+    calls = [{"name": "own_timeout", "arguments": {"tag": t}} for t in ("a", "b")]
+    flow = agent_flow(scripted([{"tool_calls": calls}, {"text": "done"}]),
+                      [{"id": "zz", "type": "test.own_timeout"}])
+    result, rec, _ = await run(flow, reg=Registry([*registry(), OwnTimeout]))
+    assert result.status == "ok", rec.of("node.error")
+    outcomes = rec.debug_values()[0]["agent"]["tool_calls"]
+    assert [o["data"] for o in outcomes] == [{"result": "a: gave up on its own"},
+                                             {"result": "b: gave up on its own"}]
