@@ -188,6 +188,9 @@ def test_schedule_spec():
     assert spec.source and spec.inputs == [] and spec.category == "Triggers"
     assert spec.icon == "calendar" and spec.color
     assert REG.spec("trigger.file").icon == "folder-watch"
+    for type_ in ("trigger.schedule", "trigger.file", "mail.read"):
+        svg = ROOT / "resources" / "icons" / f"{REG.spec(type_).icon}.svg"
+        assert 'stroke="currentColor"' in svg.read_text(encoding="utf-8"), type_
 
 
 # -- trigger.file -------------------------------------------------------------------------
