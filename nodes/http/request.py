@@ -211,12 +211,6 @@ class HttpRequest(Node):
 
         client = self._client(httpx)
         shown = f"{method} {_shown(url)}"
-        if as_tool:
-            # The agent takes a tool call's first step in its own task and
-            # may finish it in another (runtime/tools.py, ToolBridge._begin);
-            # asyncio.timeout and httpx's anyio cancel scopes are bound to
-            # the task they are entered in. So yield once before entering any.
-            await asyncio.sleep(0)
         async with self._sem:  # the timeout counts from here: waiting for a turn is not the request's
             try:
                 async with asyncio.timeout(self._timeout):
