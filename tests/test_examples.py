@@ -1,0 +1,59 @@
+"""The node library's examples run headless from the repository, offline, as
+a new user would run them: `switchboard run FLOW --timeout S`."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "resources" / "examples"
+CHROMIUM = Path(os.environ.get("SWITCHBOARD_CHROMIUM", "/usr/bin/chromium"))
+needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(),
+                                    reason=f"no Chromium at {CHROMIUM}: apt install chromium "
+                                           "(CI does)")
+
+
+def run_example(name: str, data_dir: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SWITCHBOARD_DATA_DIR": str(data_dir)}
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        env.pop(key, None)
+    return subprocess.run([sys.executable, "-m", "runtime.cli", "run", str(EXAMPLES / name),
+                           *extra], capture_output=True, text=True, cwd=ROOT, env=env,
+                          timeout=120)
+
+
+def debug_lines(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+@needs_chromium
+def test_the_price_scraper_writes_every_product_of_both_pages_to_csv(tmp_path):
+    r = run_example("price-scraper.flow.json", tmp_path, "--timeout", "60")
+    assert r.returncode == 0, r.stderr
+    assert debug_lines(r.stdout) == [{"node": "done", "name": "Saved", "value": 7}]
+    with open(tmp_path / "files" / "northwind-prices.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["product"] for r in rows][:2] == ["Desk lamp", "Ergonomic chair"]
+    assert rows[-1] == {"product": "Label printer", "price_eur": "99.9", "stock": "3 left"}
+
+
+@needs_chromium
+def test_the_shop_assistant_answers_from_pages_notes_and_the_stock_service(tmp_path):
+    # The flow serves its own stock webhook, so it runs until its timeout
+    # (exit 0: nothing is left in flight once the agent has answered).
+    r = run_example("shop-assistant.flow.json", tmp_path, "--timeout", "8")
+    assert r.returncode == 0, r.stderr
+    out = {line["node"]: line["value"] for line in debug_lines(r.stdout)}
+    assert "within 30 days of delivery" in out["answer"]
+    assert '"in_stock": 12' in out["answer"]
+    calls = {c["tool"]: c for c in out["calls"]}
+    assert set(calls) == {"browser_goto", "browser_text", "read_file", "http_request"}
+    assert all(c["status"] == "success" for c in calls.values()), calls
+    assert "Grete" in calls["read_file"]["data"]["content"]
