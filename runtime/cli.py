@@ -182,6 +182,11 @@ def _run(args: argparse.Namespace) -> int:
             out.flush()
         elif event.type == "node.error":
             print(f"error: node '{event.node}': {event.message}", file=sys.stderr)
+        elif event.type == "log" and event.level != "debug":
+            # What a node tells its user: where a webhook listens, a
+            # script's prints, messages a rate limit dropped.
+            prefix = "" if event.level == "info" else f"{event.level}: "
+            print(f"{prefix}node '{event.node}': {event.text}", file=sys.stderr)
 
     bus.subscribe(print_debug)
     writer = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -416,3 +417,11 @@ def test_a_bad_max_in_flight_setting_is_refused_where_it_is(tmp_path, value):
     r = sb("validate", write(tmp_path, data))
     assert r.returncode == 2 and "settings.max_in_flight" in r.stderr
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+
+
+def test_what_a_node_logs_reaches_the_terminal(tmp_path):
+    # A webhook says where it listens; with port 0 that is the only way to know.
+    path = write(tmp_path, flow_data([N("hook", "trigger.webhook", port=0)], []))
+    r = sb("run", path, "--timeout", "1")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"node 'hook': listening on http://127\.0\.0\.1:\d+/webhook", r.stderr)
