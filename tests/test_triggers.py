@@ -243,6 +243,26 @@ async def test_only_chosen_events_inside_the_folder_are_reported(tmp_path):
     assert names == [("added", "sub/new.csv")]
 
 
+async def test_existing_files_are_sent_at_start_when_asked(tmp_path):
+    watched, outside = tmp_path / "in", tmp_path / "outside"
+    (watched / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (watched / "b.xlsx").write_bytes(b"12345")
+    (watched / "a.xlsx").write_bytes(b"1")
+    (watched / "notes.txt").write_text("not matched")
+    (watched / "sub" / "c.xlsx").write_bytes(b"12")
+    (outside / "secret.xlsx").write_bytes(b"x")
+    (watched / "link.xlsx").symlink_to(outside / "secret.xlsx")
+    flow = trigger_flow("trigger.file", folder=str(watched), glob="*.xlsx", recursive=True,
+                        existing=True, settle_seconds=0.05)
+    async with Served(flow) as run:
+        await run.status("watching")
+        first = [await run.next_value() for _ in range(3)]
+    assert [(m["topic"], m["payload"]["relative"], m["payload"]["size"]) for m in first] == [
+        ("existing", "a.xlsx", 1), ("existing", "b.xlsx", 5), ("existing", "sub/c.xlsx", 2)]
+    assert len(run.debug) == 3  # not the link that leads out, not the .txt
+
+
 def test_bad_watch_settings_are_refused_when_the_flow_loads():
     assert problems("trigger.file", folder="/tmp", events="added, renamed") == [
         ("params.events", "events: 'renamed' is not one of added, modified, deleted")]

@@ -43,6 +43,9 @@ class FileWatch(Node):
     events = Param(str, "Which changes, comma-separated: added, modified, deleted",
                    default="added, modified, deleted", allow=CUSTOM)
     recursive = Param(bool, "Also watch the folders inside it", default=False, allow=CUSTOM)
+    existing = Param(bool, "At start, also send an 'existing' message for each matching file "
+                     "already in the folder (a backlog to work through), then watch",
+                     default=False, allow=CUSTOM)
     settle_seconds = Param(float, "Quiet time before changes are reported (debounce), "
                            f"{MIN_SETTLE:g}-{MAX_SETTLE:g}", default=0.5, allow=CUSTOM)
     max_changes = Param(int, "Most messages sent for one group of changes; more are dropped "
@@ -129,6 +132,10 @@ class FileWatch(Node):
         for _ in range(3):
             await asyncio.sleep(0)
         self.show_status(f"watching {self._folder.name or self._folder}", "green", "idle")
+        if self.existing.get():
+            # After the watcher is set up, so no file slips between the two;
+            # one written meanwhile may come twice (existing, then added).
+            self._send_existing()
         try:
             batch = await first
             while True:
@@ -138,6 +145,26 @@ class FileWatch(Node):
             return
         finally:
             await changes_of.aclose()
+
+    def _send_existing(self) -> None:
+        from nodes.files.paths import inside
+
+        pattern = "**/*" if self.recursive.get() else "*"
+        found = sorted(p for p in self._folder.glob(pattern)
+                       if p.is_file() and inside(os.path.realpath(p), self._folder))
+        sent = 0
+        for path in found:
+            rel = path.relative_to(self._folder).as_posix()
+            if not PurePosixPath(rel).match(self._glob):
+                continue
+            if sent >= self._limit:
+                self.log(f"more than max_changes={self._limit} files were already there; "
+                         "the rest were not sent", "warning")
+                break
+            self.send(Message(_msgid=new_msgid(), topic="existing", payload={
+                "event": "existing", "path": str(path), "name": path.name, "relative": rel,
+                "size": path.stat().st_size}))
+            sent += 1
 
     def _report(self, batch: set[tuple[Any, str]]) -> None:
         seen: dict[str, set[str]] = {}
