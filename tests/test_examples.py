@@ -57,3 +57,19 @@ def test_the_shop_assistant_answers_from_pages_notes_and_the_stock_service(tmp_p
     assert set(calls) == {"browser_goto", "browser_text", "read_file", "http_request"}
     assert all(c["status"] == "success" for c in calls.values()), calls
     assert "Grete" in calls["read_file"]["data"]["content"]
+
+
+def test_the_invoice_clerk_asks_approval_for_large_invoices_and_mails_the_approver(tmp_path):
+    # Its file trigger and webhook serve until the timeout; the workbooks in
+    # invoices/ are there at start, so each is worked through at once.
+    r = run_example("invoice-clerk.flow.json", tmp_path, "--timeout", "6")
+    assert r.returncode == 0, r.stderr
+    seen = {(line["node"], line["value"]) for line in debug_lines(r.stdout)}
+    assert seen == {("auto", "INV-4611"), ("auto", "INV-4613"), ("auto", "INV-4702"),
+                    ("asked", "INV-4612"), ("asked", "INV-4701")}
+    mails = sorted((tmp_path / "outbox").glob("*.eml"))
+    assert len(mails) == 2
+    texts = "\n".join(m.read_text(encoding="utf-8") for m in mails)
+    assert "To: approver@northwind.example" in texts
+    assert "ticket APR-4612" in texts and "ticket APR-4701" in texts
+    assert "Fjord Furniture is 2450 EUR" in texts
