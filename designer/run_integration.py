@@ -316,6 +316,10 @@ class RunSession(QObject):
             elif kind == "node.status":
                 prev = self._node_state.get(e.node, ("idle", 0, ""))
                 state = e.state if e.state != "idle" or not prev[1] else prev[0]
+                if state == "idle" and e.text and self._is_source(flow, e.node):
+                    # A trigger waiting ("watching invoices", "next: 12:00")
+                    # is at work even though no message has come in.
+                    state = "running"
                 if prev[0] == "error" and state != "error":
                     state = "error"
                 self._badge(e.node, state, prev[1], e.text)
@@ -330,6 +334,11 @@ class RunSession(QObject):
                 prev = self._node_state.get(e.node, ("idle", 0, ""))
                 state = "done" if e.status == "success" else "error"
                 self._badge(e.node, state, prev[1], e.status if e.status != "success" else "")
+
+    def _is_source(self, flow: Any, node_id: str) -> bool:
+        fnode = flow.node(node_id)
+        spec = self.controller.registry.spec(fnode.type) if fnode is not None else None
+        return bool(spec is not None and spec.source)
 
     def _badge(self, node_id: str, state: str, count: int, text: str) -> None:
         value = (state, count, text)

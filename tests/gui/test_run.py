@@ -200,3 +200,19 @@ def test_gui_never_blocks_during_a_5_second_run(fake_window, qtbot):
     print(f"\nevent-loop lag over a {result.duration_ms / 1000:.1f} s run: "
           f"max {lag_ms:.1f} ms, p99 {p99:.1f} ms, {len(gaps)} beats")
     assert lag_ms < 100
+
+
+def test_a_waiting_trigger_shows_what_it_waits_for_on_its_node(fake_window, qtbot):
+    flow = flow_of(
+        [{"id": "every", "type": "trigger.schedule",
+          "params": {"interval_seconds": {"scope": "custom", "value": 3600}}},
+         {"id": "show", "type": "core.debug"}],
+        [(["every", "out"], ["show", "in"])], name="Hourly")
+    window = fake_window(flow)
+    session = window.session
+    window.run_action.trigger()
+    item = window.scene.item_for_node("every")
+    qtbot.waitUntil(lambda: item.run_text.startswith("next: "), timeout=10000)
+    assert item.run_state == "running"  # nothing came in, but it is at work
+    with qtbot.waitSignal(session.controller.run_finished, timeout=10000):
+        session.controller.stop()
