@@ -212,7 +212,9 @@ def test_a_waiting_trigger_shows_what_it_waits_for_on_its_node(fake_window, qtbo
     session = window.session
     window.run_action.trigger()
     item = window.scene.item_for_node("every")
-    qtbot.waitUntil(lambda: item.run_text.startswith("next: "), timeout=10000)
-    assert item.run_state == "running"  # nothing came in, but it is at work
+    qtbot.waitUntil(lambda: any(text.startswith("next: ") for _, _, text in item.states),
+                    timeout=10000)
+    state, count, _ = next(s for s in item.states if s[2].startswith("next: "))
+    assert (state, count) == ("running", 0)  # nothing came in, but it is at work
     with qtbot.waitSignal(session.controller.run_finished, timeout=10000):
         session.controller.stop()
