@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 from runtime import cli
 from runtime.flow import FlowError, Problem, parse_flow, validate_flow
+from runtime.node import NodeConfigError
 from runtime.registry import Registry
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "resources" / "examples"
@@ -239,6 +240,17 @@ def offline(monkeypatch, tmp_path):
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
+    # Mutated browser flows get the answer of a machine without the browser
+    # extra instead of a real Chromium: the property is about flow files, a
+    # browser is tested for real in test_browser_nodes.py, and hundreds of
+    # Playwright drivers cut off mid-start by the run's timeout left
+    # half-made objects that crashed the interpreter's final collection.
+    import nodes.browser.session as browser_session
+
+    def no_browser():
+        raise NodeConfigError(browser_session.INSTALL_HINT)
+
+    monkeypatch.setattr(browser_session, "playwright_api", no_browser)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
