@@ -536,14 +536,21 @@ def _shown(url: Any) -> str:
 
 
 def _headers(value: Any) -> dict[str, str]:
+    return dict(header_pairs(value, MAX_HEADERS))
+
+
+def header_pairs(value: Any, most: int) -> list[tuple[str, str]]:
+    """Headers as the designer or a message gives them (an object of names
+    and values) -> (name, text) pairs, each name a token and each value one
+    line (a line break would let a value add headers), at most ``most``."""
     if value is None or value == {}:
-        return {}
+        return []
     if not isinstance(value, dict):
         raise NodeConfigError(f"headers: expected an object of header names and values, got "
                               f"{_kind(value)}")
-    if len(value) > MAX_HEADERS:
-        raise NodeConfigError(f"headers: more than {MAX_HEADERS} headers")
-    out: dict[str, str] = {}
+    if len(value) > most:
+        raise NodeConfigError(f"headers: more than {most} headers")
+    out: list[tuple[str, str]] = []
     for name, v in value.items():
         if not name or any(c in name for c in " \t\r\n:") or not name.isascii():
             raise NodeConfigError(f"headers: '{_quote(name)}' is not a header name")
@@ -556,7 +563,7 @@ def _headers(value: Any) -> dict[str, str]:
                                   f"{_kind(v)}")
         if "\r" in v or "\n" in v:
             raise NodeConfigError(f"headers: the value of '{_quote(name)}' must be one line")
-        out[name] = v
+        out.append((name, v))
     return out
 
 

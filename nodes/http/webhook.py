@@ -24,6 +24,8 @@ from urllib.parse import parse_qs, unquote
 from runtime.message import Message, new_msgid
 from runtime.node import CUSTOM, DROP, MESSAGE, Node, NodeConfigError, Param, node
 
+from .request import header_pairs
+
 #: The run's requests waiting for an answer: id -> future of a Reply.
 PENDING_KEY = "http.webhook.pending"
 RESPONSE_KEY = "_http_res"
@@ -557,23 +559,4 @@ def _default_type(headers: list[tuple[str, str]], ctype: str) -> None:
 
 
 def _response_headers(value: Any) -> list[tuple[str, str]]:
-    if value is None or value == {}:
-        return []
-    if not isinstance(value, dict):
-        raise NodeConfigError("headers: expected an object of header names and values")
-    if len(value) > MAX_RESPONSE_HEADERS:
-        raise NodeConfigError(f"headers: more than {MAX_RESPONSE_HEADERS} headers")
-    out = []
-    for name, v in value.items():
-        if not name or any(c in name for c in " \t\r\n:") or not name.isascii():
-            raise NodeConfigError(f"headers: '{_quote(name)}' is not a header name")
-        if isinstance(v, bool):
-            v = "true" if v else "false"
-        elif isinstance(v, (int, float)):
-            v = str(v)
-        elif not isinstance(v, str):
-            raise NodeConfigError(f"headers: the value of '{_quote(name)}' must be text")
-        if "\r" in v or "\n" in v:
-            raise NodeConfigError(f"headers: the value of '{_quote(name)}' must be one line")
-        out.append((name, v))
-    return out
+    return header_pairs(value, MAX_RESPONSE_HEADERS)
