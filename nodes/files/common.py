@@ -121,15 +121,15 @@ def limit(node: Node, name: str) -> int:
     return value
 
 
-def unique_names(names: list[Any]) -> list[str]:
-    """Column names for a header row: empty ones become 'column_N' (N
-    counting from 1), repeated ones get '_2', '_3', ... so that no value is
-    lost when a row becomes an object."""
+def unique_names(names: list[Any], blank: Any = None) -> list[str]:
+    """Column names for a header row: empty ones get ``blank(i)`` (i from 0;
+    default 'column_N', N counting from 1), repeated ones get '_2', '_3',
+    ... so that no value is lost when a row becomes an object."""
     out: list[str] = []
     seen: set[str] = set()
-    for i, name in enumerate(names, 1):
+    for i, name in enumerate(names):
         text = "" if name is None else str(name).strip()
-        base = text or f"column_{i}"
+        base = text or (blank(i) if blank is not None else f"column_{i + 1}")
         candidate, n = base, 1
         while candidate in seen:
             n += 1

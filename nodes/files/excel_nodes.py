@@ -34,6 +34,7 @@ from .common import (
     prepare_folder,
     regular_file,
     replace_atomically,
+    unique_names,
 )
 from .csv_nodes import check_columns, check_rows
 from .paths import quote, shown
@@ -281,18 +282,9 @@ def read_excel(path: Path, raw: Any, sheet: Any, bounds: tuple, header_row: int,
 
 
 def _column_names(names: list, first_col: int, letter: Any) -> list[str]:
-    out: list[str] = []
-    seen: set[str] = set()
-    for i, name in enumerate(names):
-        text = "" if name is None else str(_iso(name)).strip()
-        base = text or letter(first_col + i)
-        candidate, n = base, 1
-        while candidate in seen:
-            n += 1
-            candidate = f"{base}_{n}"
-        seen.add(candidate)
-        out.append(candidate)
-    return out
+    """Header cells as column names; an empty one is named by its letter."""
+    return unique_names([_iso(n) if n is not None else None for n in names],
+                        lambda i: letter(first_col + i))
 
 
 @node("excel.write", name="Write Excel", category="Tables", icon="file-spreadsheet",
