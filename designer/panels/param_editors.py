@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -451,6 +452,15 @@ class ParamRow(QWidget):
     removes it from the flow (the spec default applies)."""
 
     changed = Signal(object, bool)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        # A label that wraps to a second line at this width needs a taller
+        # row; the form's layout gave the row its size hint and squeezed the
+        # editor under it. The height for this width is the row's minimum.
+        super().resizeEvent(event)
+        needed = self.heightForWidth(event.size().width())
+        if needed > 0 and needed != self.minimumHeight():
+            self.setMinimumHeight(needed)
 
     def __init__(self, spec: ParamSpec, *, show_scope: bool, parent: QWidget | None = None):
         super().__init__(parent)

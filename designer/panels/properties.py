@@ -577,10 +577,6 @@ class PropertiesPanel(QWidget):
             if ids[0] != self.node_id or self.form is None:
                 self._build_form(ids[0])
             self.stack.setCurrentIndex(2)
-            if self.form is not None:
-                # Shown, a long form gets the scroll bar, which narrows it after
-                # its first layout: sized again, no wrapped text is clipped.
-                self.form.adjustSize()
             return
         self._drop_form()
         if ids:

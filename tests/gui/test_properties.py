@@ -427,3 +427,26 @@ def test_theme_flips_restyle_the_panel_once_and_do_not_recurse(qtbot, qapp, pane
         assert panel._dark is False
     finally:
         theme.apply(qapp, theme.LIGHT)
+
+
+@pytest.mark.parametrize("width", [300, 330, 380])
+def test_a_param_whose_label_wraps_gets_the_height_it_needs(qtbot, width):
+    # At some dock widths "Subject required" wraps to two lines; the row kept
+    # its one-line height and squeezed the line edit under the label.
+    flow = real_email_flow(Registry.default())
+    if flow is None:
+        pytest.skip("the email example is not available")
+    doc = FlowDocument(flow, Registry.default())
+    panel = PropertiesPanel(doc)
+    qtbot.addWidget(panel)
+    panel.resize(width, 860)
+    panel.show()
+    panel.set_node("mail")
+    qtbot.waitUntil(lambda: panel.form is not None and panel.form.isVisible())
+    for _ in range(5):
+        qtbot.wait(1)  # let the layout settle after the scroll bar shows
+    for name, row in panel.form.rows.items():
+        assert row.height() >= row.heightForWidth(row.width()), name
+        editor = row.value_editor
+        if editor.isVisible():
+            assert editor.height() >= editor.minimumSizeHint().height(), name
