@@ -181,7 +181,12 @@ def _run(args: argparse.Namespace) -> int:
                                  ensure_ascii=False, default=str) + "\n")
             out.flush()
         elif event.type == "node.error":
-            print(f"error: node '{event.node}': {event.message}", file=sys.stderr)
+            # A caught error was handled by the flow (a Catch node took it):
+            # say so, and name the node as the designer shows it.
+            what = "caught" if event.caught else "error"
+            who = f"{event.name} ({event.node})" if event.name and event.name != event.node \
+                else event.node
+            print(f"{what}: node '{who}': {event.message}", file=sys.stderr)
         elif event.type == "log" and event.level != "debug":
             # What a node tells its user: where a webhook listens, a
             # script's prints, messages a rate limit dropped.

@@ -284,7 +284,14 @@ def test_uncaught_node_error_exits_1(tmp_path):
                                       N("d", "core.debug")], ["a->t", "t->d"]))
     r = sb("run", path)
     assert r.returncode == 1 and r.stdout == ""
-    assert "error: node 't': template:" in r.stderr and "Traceback" not in r.stderr
+    assert "error: node 'Template (t)': template:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_caught_error_is_printed_as_caught_with_the_nodes_name():
+    r = sb("run", str(EXAMPLES / "order-triage.flow.json"))
+    assert r.returncode == 0, r.stderr
+    assert "caught: node 'Price with VAT (bad)': template:" in r.stderr
+    assert "error:" not in r.stderr
 
 
 # -- bad input ------------------------------------------------------------------------
