@@ -11,7 +11,10 @@ import argparse
 import asyncio
 import json
 import logging
+import os
+import signal
 import sys
+import threading
 from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -228,8 +231,6 @@ def _run(args: argparse.Namespace) -> int:
 
 def exit_code(reason: str, in_flight: dict[str, int], errors: int, signum: int | None) -> int:
     """The exit code of a run that ended for ``reason`` (see RUN_EPILOG)."""
-    import signal
-
     if reason == "interrupted":
         return EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT
     if reason == "timeout":
@@ -298,8 +299,6 @@ class _RunGuard:
         self._finished = False
 
     async def run(self, timeout: float | None):
-        import signal
-
         self._loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             self._previous[signum] = signal.signal(signum, self._on_signal)
@@ -311,8 +310,6 @@ class _RunGuard:
             self._finished = True
 
     def _on_signal(self, signum: int, frame: Any) -> None:
-        import signal
-
         if self.signal is not None:
             return  # a second Ctrl+C while winding down: the watchdog is armed
         self.signal = signum
@@ -323,8 +320,6 @@ class _RunGuard:
         self._arm(HARD_STOP_GRACE, "interrupted", f"interrupted by {name}")
 
     def _arm(self, delay: float, reason: str, message: str = "") -> None:
-        import threading
-
         if self._timer is not None:
             self._timer.cancel()
         self._timer = threading.Timer(delay, self._hard_stop, (reason, message))
@@ -332,8 +327,6 @@ class _RunGuard:
         self._timer.start()
 
     def disarm(self) -> None:
-        import signal
-
         if self._timer is not None:
             self._timer.cancel()
         for signum, handler in self._previous.items():
@@ -341,8 +334,6 @@ class _RunGuard:
         self._previous.clear()
 
     def _hard_stop(self, reason: str, message: str) -> None:
-        import os
-
         from runtime.engine import STATUS_OF_REASON
         from runtime.events import RunFinished
 
@@ -374,8 +365,6 @@ class _RunGuard:
 def _busy_node(engine) -> str | None:
     """The node whose code the main thread is running now, if any: what a
     stuck run is stuck in (read from the thread's stack, innermost first)."""
-    import threading
-
     from runtime.node import Node
 
     frame = sys._current_frames().get(threading.main_thread().ident)
