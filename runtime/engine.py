@@ -317,9 +317,6 @@ class Engine:
             await self._shutdown()
             if stats_task:
                 stats_task.cancel()
-                # Awaited, so that no pending task outlives the run (a loop
-                # closed after it warned "Task was destroyed but it is pending").
-                await asyncio.gather(stats_task, return_exceptions=True)
         return self._finish()
 
     def stop(self, message: str = "") -> None:
