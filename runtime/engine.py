@@ -254,9 +254,12 @@ class Engine:
             if problems:
                 raise FlowError(problems)
         flow_dir = str(Path(self.file).resolve().parent) if self.file else os.getcwd()
+        isolate = set(self.flow.settings.out_of_process)
         for fnode in self.flow.nodes:
             cls = self.registry.get(fnode.type)
             assert cls is not None
+            if isolate and self.registry.package_of(fnode.type) in isolate:
+                cls = self.registry.isolated(fnode.type) or cls
             rt = NodeRuntime(self, fnode, cls.spec)
             params = expand_flow_dir(fnode.params, flow_dir)
             rt.bind(cls(fnode.id, fnode.name or "", params, fnode.outputs, rt))

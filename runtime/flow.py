@@ -104,6 +104,9 @@ class FlowSettings(BaseModel):
 
     #: Messages in flight past which a run fails as a message storm.
     max_in_flight: int | None = Field(default=None, ge=1, le=100_000_000)
+    #: Node packages (``switchboard nodes`` names them: core, http, mail, ...)
+    #: whose nodes run in their own process, as a plugin, in this flow.
+    out_of_process: list[str] = Field(default_factory=list, max_length=100)
 
 
 class Flow(BaseModel):
@@ -149,7 +152,7 @@ class Flow(BaseModel):
         out: dict[str, Any] = {"format": self.format, "name": self.name}
         if self.description:
             out["description"] = self.description
-        settings = self.settings.model_dump(exclude_none=True)
+        settings = self.settings.model_dump(exclude_none=True, exclude_defaults=True)
         if settings:
             out["settings"] = settings
         out["nodes"] = [n.to_json() for n in self.nodes]

@@ -24,7 +24,6 @@ tick, not one per event. WAL mode lets a reader list runs while a run writes.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -32,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .events import Event, MessageSent, RunFinished, RunStarted, Stats, parse_event
+from .paths import DATA_DIR_ENV, data_dir  # noqa: F401 - re-exported
 
-DATA_DIR_ENV = "SWITCHBOARD_DATA_DIR"
 DB_NAME = "history.sqlite3"
 MAX_EVENTS = 200_000
 SCHEMA_VERSION = 1
@@ -59,17 +58,6 @@ CREATE TABLE IF NOT EXISTS events (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS runs_started ON runs(started);
 """
-
-
-def data_dir() -> Path:
-    """Where Switchboard keeps its data: ``$SWITCHBOARD_DATA_DIR`` if set
-    (tests, portable installs), else the platform's user data dir."""
-    override = os.environ.get(DATA_DIR_ENV)
-    if override:
-        return Path(override)
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("switchboard", appauthor=False))
 
 
 @dataclass(frozen=True)

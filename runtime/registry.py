@@ -29,6 +29,10 @@ class Registry:
     def __init__(self, classes: list[type[Node]] | None = None) -> None:
         self._classes: dict[str, type[Node]] = {}
         self.load_errors: list[str] = []
+        # Node type -> (entry point name, module) of its in-process package,
+        # so that a flow can choose to run that package out of process.
+        self._package: dict[str, tuple[str, str]] = {}
+        self._isolated: dict[str, type[Node]] = {}
         for cls in classes or []:
             self._classes[cls.spec.type] = cls
 
@@ -46,12 +50,59 @@ class Registry:
         eps = list(entry_points(group=ENTRY_POINT_GROUP))
         names = {ep.value.split(":")[0] for ep in eps}
         for ep in eps:
-            self._load(ep.value.split(":")[0], label=f"entry point {ep.name}")
+            self._load(ep.value.split(":")[0], label=f"entry point {ep.name}", package=ep.name)
         for mod in BUILTIN_MODULES:
             if mod not in names:
-                self._load(mod, label=mod)
+                self._load(mod, label=mod, package=mod.split(".")[-1])
+        self.load_plugins()
 
-    def _load(self, module: str, label: str) -> None:
+    def load_plugins(self) -> None:
+        """The nodes of every plugin package (runtime.plugin.host): specs
+        from the cache or the plugin itself; a plugin that cannot say what
+        it serves is a load error naming it, and the others still load."""
+        from .plugin import host
+
+        plugins, errors = host.find_plugins()
+        self.load_errors += errors
+        for plugin in plugins:
+            try:
+                specs = host.load_specs(plugin)
+            except host.PluginError as exc:
+                log.warning("%s", exc)
+                self.load_errors.append(str(exc))
+                continue
+            process = host.process_for(plugin)
+            for spec in specs:
+                if spec.type in self._classes and not self._classes[spec.type].spec.plugin:
+                    self.load_errors.append(f"plugin {plugin.name}: node type {spec.type} "
+                                            "is already a built-in node; ignored")
+                    continue
+                self._classes[spec.type] = host.remote_class(spec, process)
+
+    def package_of(self, type_id: str) -> str:
+        """The name of the in-process package that declares ``type_id``
+        (its ``switchboard.nodes`` entry point), or ""."""
+        entry = self._package.get(type_id)
+        return entry[0] if entry else ""
+
+    def packages(self) -> list[str]:
+        """Names of the in-process node packages, in load order."""
+        return list(dict.fromkeys(name for name, _ in self._package.values()))
+
+    def isolated(self, type_id: str) -> type[Node] | None:
+        """A class for ``type_id`` that runs its package out of process (the
+        Python SDK's plugin server), or None for a type of no package."""
+        cls = self._isolated.get(type_id)
+        if cls is None and type_id in self._package:
+            from .plugin import host
+
+            name, module = self._package[type_id]
+            process = host.process_for(host.python_plugin(name, module))
+            local = self._classes[type_id].spec
+            cls = self._isolated[type_id] = host.remote_class(local, process)
+        return cls
+
+    def _load(self, module: str, label: str, package: str = "") -> None:
         before = set(_declared)
         try:
             importlib.import_module(module)
@@ -65,6 +116,8 @@ class Registry:
             mod = klass.__module__
             if type_id not in before or mod == module or mod.startswith(module + "."):
                 self._classes[type_id] = klass
+                if package:
+                    self._package[type_id] = (package, module)
 
     def get(self, type_id: str) -> type[Node] | None:
         return self._classes.get(type_id)

@@ -120,6 +120,9 @@ class NodeSpec(_Strict):
     tool: ToolSpec | None = None
     source: bool = False
     package: str = ""
+    # The plugin package serving this node out of process ("" for a node
+    # that runs in the runtime's own process).
+    plugin: str = ""
 
     def param(self, name: str) -> ParamSpec | None:
         for p in self.params:
