@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -81,6 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("tools", help="per agent: the tools and JSON schemas its LLM sees")
     t.add_argument("flow")
+
+    pk = sub.add_parser("package", help="make, install and list node packages (plugins)")
+    pks = pk.add_subparsers(dest="package_command", required=True, parser_class=_Parser)
+    pn = pks.add_parser("new", help="write a working node package with one example node")
+    pn.add_argument("name", help="package name: lower case letters, digits, - or _")
+    pn.add_argument("--lang", choices=["python", "node"], default="python")
+    pn.add_argument("--dir", default=".", help="where to create the package's folder")
+    pi = pks.add_parser("install", help="install a package folder into the plugins folder")
+    pi.add_argument("path", help="a folder with a plugin.json")
+    pi.add_argument("--force", action="store_true", help="replace an installed package")
+    pks.add_parser("list", help="the plugin packages found, and their state")
     return p
 
 
@@ -94,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command is None or args.command == "design":
             return _design(args)
-        handler = {"run": _run, "validate": _validate, "nodes": _nodes, "tools": _tools}[args.command]
+        handler = {"run": _run, "validate": _validate, "nodes": _nodes, "tools": _tools,
+                   "package": _package}[args.command]
         return handler(args)
     except UsageError as exc:
         print(f"switchboard: {exc}", file=sys.stderr)
@@ -397,10 +410,31 @@ def _nodes(args: argparse.Namespace) -> int:
         width = max((len(s.type) for s in specs), default=10)
         for s in specs:
             tool = f"  [tool: {s.tool.name}]" if s.tool else ""
+            plugin = f"  [plugin: {s.plugin}]" if s.plugin else ""
             summary = " ".join(s.description.split("\n\n")[0].split())
-            print(f"{s.type:<{width}}  {s.name} - {summary}{tool}")
+            print(f"{s.type:<{width}}  {s.name} - {summary}{tool}{plugin}")
     for err in registry.load_errors:
         print(f"warning: {err}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _package(args: argparse.Namespace) -> int:
+    from runtime.plugin import scaffold
+
+    try:
+        if args.package_command == "new":
+            folder = scaffold.new_package(args.name, args.lang, Path(args.dir))
+            print(f"wrote {folder}")
+            for line in scaffold.next_steps(folder, args.lang):
+                print(f"  {line}")
+        elif args.package_command == "install":
+            target = scaffold.install(Path(args.path), force=args.force)
+            print(f"installed {target}")
+        else:
+            for line in scaffold.list_packages():
+                print(line)
+    except scaffold.PackageError as exc:
+        raise UsageError(str(exc)) from None
     return EXIT_OK
 
 
