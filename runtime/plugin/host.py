@@ -213,7 +213,11 @@ class PluginProcess:
                "PYTHONUNBUFFERED": "1"}
         cwd = self.plugin.folder
         command = list(m.command)
-        if cwd is not None and not os.path.isabs(command[0]) and (cwd / command[0]).exists():
+        if command[0] in ("python", "python3"):
+            # The interpreter Switchboard runs in: it has runtime.plugin and
+            # the package's dependencies, where a bare "python" may not.
+            command[0] = sys.executable
+        elif cwd is not None and not os.path.isabs(command[0]) and (cwd / command[0]).exists():
             command[0] = str(cwd / command[0])
         tail: deque[str] = deque(maxlen=STDERR_LINES)
         self.stderr_tail = tail
