@@ -4,6 +4,7 @@ served out of process by ``python -m runtime.plugin serve sbtest_plugin``."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 
 from runtime.node import AI, CUSTOM, DROP, MESSAGE, Node, NodeConfigError, Output, Param, Tool, node
@@ -19,7 +20,11 @@ class Upper(Node):
     result = Output(str, "The upper-cased text")
 
     def on_message(self, msg):
-        self.result.set(msg, str(self.text.get(msg)).upper() + self.suffix.get(msg))
+        text, suffix = self.text.get(msg), self.suffix.get(msg)
+        if os.environ.get("PTEST_CALLS"):  # what the plugin saw, for the tests to read
+            with open(os.environ["PTEST_CALLS"], "a") as f:
+                f.write(json.dumps({"text": text, "suffix": suffix, "msg": msg}) + "\n")
+        self.result.set(msg, str(text).upper() + suffix)
 
 
 @node("ptest.noop", name="No-op", category="Plugin test", tool=Tool("noop", "Do nothing"))
