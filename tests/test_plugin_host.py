@@ -74,7 +74,7 @@ def seen_by_plugin(calls: Path) -> list[dict]:
 
 
 def flow_of(nodes: list[dict], chain: list[str], **settings) -> object:
-    wires = [{"from": [a, "out"], "to": [b, "in"]} for a, b in zip(chain, chain[1:])]
+    wires = [{"from": [a, "out"], "to": [b, "in"]} for a, b in zip(chain[:-1], chain[1:], strict=True)]
     doc = {"format": "switchboard.flow/1", "name": "t", "nodes": nodes, "wires": wires}
     if settings:
         doc["settings"] = settings
