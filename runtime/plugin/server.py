@@ -129,10 +129,11 @@ class _Outbox:
         self.context: Any = None
         self.writing = False
         self.kicked = False
+        self.reading = False  # the read loop is dispatching and flushes after
 
     def put(self, frame: Any) -> None:
         self.frames.append(frame)
-        if not self.writing and not self.kicked and self.context is not None:
+        if not (self.writing or self.kicked or self.reading) and self.context is not None:
             self.kicked = True
             asyncio.get_running_loop().create_task(self.flush())
 
@@ -230,57 +231,64 @@ class PluginServer(pb_grpc.PluginServicer):
     # -- the stream ----------------------------------------------------------
     async def Channel(self, request_iterator: Any, context: Any) -> None:
         await self._auth(context)
-        outbox = self.outbox
+        # Answers go back on the stream their call came in on; what a node
+        # sends of itself (a source's messages, status) on the newest one.
+        outbox = _Outbox()
         outbox.context = context
+        self.outbox = outbox
+        mine: set[int] = set()
         try:
             while True:
                 batch = await context.read()
                 if batch is grpc.aio.EOF:
                     break
-                for frame in batch.frames:
-                    self._dispatch(frame)
+                outbox.reading = True
+                try:
+                    for frame in batch.frames:
+                        self._dispatch(frame, outbox, mine)
+                finally:
+                    outbox.reading = False
                 if outbox.frames and not outbox.writing:
                     await outbox.flush()
         finally:
-            if outbox.context is context:
-                outbox.context = None
-            for task in list(self.calls.values()):
-                task.cancel()
+            outbox.context = None
+            for id in mine:
+                task = self.calls.pop(id, None)
+                if task is not None:
+                    task.cancel()
 
-    def _dispatch(self, frame: Any) -> None:
+    def _dispatch(self, frame: Any, out: _Outbox, mine: set[int]) -> None:
         kind = frame.kind
         if kind == K.CALL:
             inst = self.instances.get(frame.instance)
             if inst is None:
-                self._error(frame.id, f"no node instance {frame.instance!r} (not created)")
+                self._error(out, frame.id, f"no node instance {frame.instance!r} (not created)")
                 return
             try:
                 data = wire.loads(frame.data)
                 msg = Message(data["msg"])
                 params = data.get("params") or {}
             except Exception:  # noqa: BLE001
-                self._error(frame.id, "a malformed CALL frame")
-                return
-            if inst.is_async or inst.blocking:
-                token = _RESOLVED.set(params)
-                _CALL.set(frame.id)
-                try:
-                    self.calls[frame.id] = asyncio.get_running_loop().create_task(
-                        self._call_async(inst, frame.id, msg))
-                finally:
-                    _RESOLVED.reset(token)
+                self._error(out, frame.id, "a malformed CALL frame")
                 return
             token = _RESOLVED.set(params)
             call = _CALL.set(frame.id)
             try:
-                result = inst.node.on_message(msg)
-            except Exception as exc:  # noqa: BLE001 - reported to the host
-                self._failed(frame.id, exc)
-                return
+                if inst.is_async or inst.blocking:
+                    # The task copies the context: it sees this call's params.
+                    self.calls[frame.id] = asyncio.get_running_loop().create_task(
+                        self._call_async(inst, frame.id, msg, out))
+                    mine.add(frame.id)
+                    return
+                try:
+                    result = inst.node.on_message(msg)
+                except Exception as exc:  # noqa: BLE001 - reported to the host
+                    self._failed(out, frame.id, exc)
+                    return
             finally:
                 _RESOLVED.reset(token)
                 _CALL.reset(call)
-            self._result(frame.id, msg, result)
+            self._result(out, frame.id, msg, result)
         elif kind == K.CANCEL:
             task = self.calls.pop(frame.id, None)
             if task is not None:
@@ -288,15 +296,19 @@ class PluginServer(pb_grpc.PluginServicer):
         elif kind == K.GENERATE:
             inst = self.instances.get(frame.instance)
             if inst is None:
-                self._error(frame.id, f"no node instance {frame.instance!r} (not created)")
+                self._error(out, frame.id, f"no node instance {frame.instance!r} (not created)")
                 return
-            _CALL.set(frame.id)
-            self.calls[frame.id] = asyncio.get_running_loop().create_task(
-                self._generate(inst, frame.id))
+            call = _CALL.set(frame.id)
+            try:
+                self.calls[frame.id] = asyncio.get_running_loop().create_task(
+                    self._generate(inst, frame.id, out))
+                mine.add(frame.id)
+            finally:
+                _CALL.reset(call)
         else:
-            self._error(frame.id, f"unknown frame kind {kind}")
+            self._error(out, frame.id, f"unknown frame kind {kind}")
 
-    async def _call_async(self, inst: _Instance, id: int, msg: Message) -> None:
+    async def _call_async(self, inst: _Instance, id: int, msg: Message, out: _Outbox) -> None:
         try:
             if inst.blocking:
                 result = await run_in_thread(inst.node.on_message, msg)
@@ -308,25 +320,25 @@ class PluginServer(pb_grpc.PluginServicer):
         except asyncio.CancelledError:
             return
         except Exception as exc:  # noqa: BLE001 - reported to the host
-            self._failed(id, exc)
+            self._failed(out, id, exc)
         else:
-            self._result(id, msg, result)
+            self._result(out, id, msg, result)
         finally:
             self.calls.pop(id, None)
 
-    async def _generate(self, inst: _Instance, id: int) -> None:
+    async def _generate(self, inst: _Instance, id: int, out: _Outbox) -> None:
         try:
             await inst.node.generate()
         except asyncio.CancelledError:
             return
         except Exception as exc:  # noqa: BLE001
-            self._failed(id, exc)
+            self._failed(out, id, exc)
         else:
-            self.outbox.put(K(kind=K.RESULT, id=id, data=b'{"msg":{},"ports":[]}'))
+            out.put(K(kind=K.RESULT, id=id, data=b'{"msg":{},"ports":[]}'))
         finally:
             self.calls.pop(id, None)
 
-    def _result(self, id: int, msg: dict, result: Any) -> None:
+    def _result(self, out: _Outbox, id: int, msg: dict, result: Any) -> None:
         if result is None:
             ports: Any = None
         elif result is DROP:
@@ -336,19 +348,20 @@ class PluginServer(pb_grpc.PluginServicer):
         elif isinstance(result, (list, tuple)) and all(type(p) is str for p in result):
             ports = list(result)
         else:
-            self._error(id, f"on_message returned {type(result).__name__}; expected None, "
-                            "DROP, a port name or a list of port names", type_="TypeError")
+            self._error(out, id, f"on_message returned {type(result).__name__}; expected "
+                                 "None, DROP, a port name or a list of port names",
+                        type_="TypeError")
             return
-        self.outbox.put(K(kind=K.RESULT, id=id, data=wire.dumps({"msg": msg, "ports": ports})))
+        out.put(K(kind=K.RESULT, id=id, data=wire.dumps({"msg": msg, "ports": ports})))
 
-    def _failed(self, id: int, exc: BaseException) -> None:
+    def _failed(self, out: _Outbox, id: int, exc: BaseException) -> None:
         log.debug("call %d failed", id, exc_info=exc)
-        self._error(id, _error_text(exc), config=isinstance(exc, NodeConfigError),
+        self._error(out, id, _error_text(exc), config=isinstance(exc, NodeConfigError),
                     type_=type(exc).__name__)
 
-    def _error(self, id: int, message: str, *, config: bool = False,
+    def _error(self, out: _Outbox, id: int, message: str, *, config: bool = False,
                type_: str = "PluginError") -> None:
-        self.outbox.put(K(kind=K.ERROR, id=id, data=wire.dumps(
+        out.put(K(kind=K.ERROR, id=id, data=wire.dumps(
             {"message": message, "config": config, "type": type_})))
 
 
@@ -381,6 +394,12 @@ async def serve(module: str, name: str | None = None) -> None:
     classes = package_classes(module)
     if not classes:
         raise SystemExit(f"{module}: declares no @node classes")
+    # What is loaded now lives as long as the process: out of the collector's
+    # sight, so that a collection during a call has less to walk.
+    import gc
+
+    gc.collect()
+    gc.freeze()
     token = secrets.token_hex(16)
     folder = tempfile.mkdtemp(prefix="switchboard-plugin-")  # mode 0700: only this user
     address = f"unix:{os.path.join(folder, 'plugin.sock')}"
