@@ -577,6 +577,12 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
         problems.append(Problem(severity="warning", file=file, node=node, field=field,
                                 message=message))
 
+    if flow.settings.out_of_process:
+        known = registry.packages()
+        for name in flow.settings.out_of_process:
+            if name not in known:
+                warn(f"no node package '{name}' to run out of process (packages: "
+                     f"{', '.join(known) or 'none'})", field="settings.out_of_process")
     specs: dict[str, NodeSpec] = {}
     seen: dict[str, FlowNode] = {}  # the first node of each id, as Flow.node() finds it
     for fnode in flow.nodes:

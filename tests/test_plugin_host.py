@@ -454,3 +454,15 @@ def test_specs_a_plugin_gets_wrong_are_refused_by_node_and_field():
     bad = [{"type": "x.y", "name": "Y", "category": "C", "params": [{"name": "p"}]}]
     with pytest.raises(PluginError, match=r"plugin 'x': node spec x.y: params.0.type: Field required"):
         host.parse_specs("x", wire.dumps(bad))
+
+
+def test_an_unknown_package_to_run_out_of_process_is_a_warning_naming_it():
+    from runtime.flow import validate_flow
+
+    flow = flow_of([{"id": "ask", "type": "core.inject"}], ["ask"],
+                   out_of_process=["core", "nosuchpkg"])
+    problems = validate_flow(flow, Registry.default())
+    [p] = [p for p in problems if p.field == "settings.out_of_process"]
+    assert p.severity == "warning"
+    assert "no node package 'nosuchpkg' to run out of process" in p.message
+    assert "core" in p.message
