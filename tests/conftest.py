@@ -22,6 +22,26 @@ if str(ROOT) not in sys.path:
 
 import pytest  # noqa: E402
 
+
+def pytest_sessionstart(session):
+    """The bundled Node.js plugin (nodes/textkit-js) needs its npm packages;
+    the README's one test command sets them up here when npm is at hand, so
+    the plugin tests run on a fresh clone (they skip, saying why, if not)."""
+    import shutil
+    import subprocess
+
+    textkit = ROOT / "nodes" / "textkit-js"
+    npm = shutil.which("npm")
+    if npm is None or not (textkit / "package-lock.json").is_file() \
+            or (textkit / "node_modules").is_dir():
+        return
+    print(f"\nsetting up {textkit.relative_to(ROOT)}: npm ci", flush=True)
+    try:
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=textkit,
+                       check=True, timeout=300)
+    except (subprocess.SubprocessError, OSError) as exc:
+        print(f"npm ci failed ({exc}); the Node.js plugin tests will be skipped", flush=True)
+
 EXAMPLES = ROOT / "resources" / "examples"
 
 

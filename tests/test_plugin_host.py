@@ -466,3 +466,11 @@ def test_an_unknown_package_to_run_out_of_process_is_a_warning_naming_it():
     assert p.severity == "warning"
     assert "no node package 'nosuchpkg' to run out of process" in p.message
     assert "core" in p.message
+
+
+def test_a_node_package_without_its_npm_packages_says_to_run_npm_ci(tmp_path):
+    (tmp_path / "package.json").write_text("{}")
+    plugin = Plugin(PluginManifest(name="jsless", command=["node", "index.js"]), tmp_path,
+                    str(tmp_path))
+    with pytest.raises(PluginError, match=r"plugin 'jsless' needs its npm packages: run `npm ci` in"):
+        PluginProcess(plugin).start()

@@ -219,6 +219,10 @@ class PluginProcess:
             command[0] = sys.executable
         elif cwd is not None and not os.path.isabs(command[0]) and (cwd / command[0]).exists():
             command[0] = str(cwd / command[0])
+        if cwd is not None and (cwd / "package.json").is_file() \
+                and not (cwd / "node_modules").is_dir():
+            raise PluginError(f"plugin '{self.name}' needs its npm packages: run `npm ci` "
+                              f"in {cwd}")
         tail: deque[str] = deque(maxlen=STDERR_LINES)
         self.stderr_tail = tail
         try:
