@@ -399,7 +399,7 @@ def _exit_text(code: int | None) -> str:
 
 
 def _read_stderr(name: str, proc: subprocess.Popen, tail: deque[str]) -> None:
-    for raw in iter(proc.stderr.readline, b""):  # type: ignore[union-attr]
+    for raw in iter(lambda: proc.stderr.readline(64 * 1024), b""):  # type: ignore[union-attr]
         line = redact(raw[:2000].decode("utf-8", "replace").rstrip())
         tail.append(line)
         log.debug("plugin %s: %s", name, line)
@@ -411,9 +411,12 @@ def _read_stdout(name: str, proc: subprocess.Popen, lines: queue.Queue) -> None:
     stdout = proc.stdout
     assert stdout is not None
     lines.put(stdout.readline(wire.MAX_HANDSHAKE_BYTES))
-    for raw in iter(stdout.readline, b""):
-        log.warning("plugin %s wrote to stdout: %s", name,
-                    redact(raw[:500].decode("utf-8", "replace").rstrip()))
+    extra = 0
+    for raw in iter(lambda: stdout.readline(64 * 1024), b""):
+        extra += 1
+        if extra <= STDERR_LINES:  # a chatty plugin must not flood the log
+            log.warning("plugin %s wrote to stdout: %s", name,
+                        redact(raw[:500].decode("utf-8", "replace").rstrip()))
 
 
 def parse_specs(name: str, data: bytes) -> list[NodeSpec]:
