@@ -823,14 +823,28 @@ class PluginServer {
     });
   }
 
-  /** close() every live instance, each bounded by `waitMs`, then stop. */
-  async shutdown(waitMs = 1000) {
+  /** close() every live instance, waiting at most `waitMs` for them all. */
+  async closeAll(waitMs = 1000) {
     const closing = [...this.instances.keys()].map((instance) => this.close({ instance }));
     let timer;
     const bound = new Promise((resolve) => { timer = setTimeout(resolve, waitMs); });
     await Promise.race([Promise.allSettled(closing), bound]);
     clearTimeout(timer);
+  }
+
+  /** closeAll(), then stop serving (a server inside a longer-lived process). */
+  async shutdown(waitMs = 1000) {
+    await this.closeAll(waitMs);
     if (this.server) this.server.forceShutdown();
+  }
+}
+
+/** A line to stderr that can fail without raising anything (a broken pipe). */
+function logToStderr(text) {
+  try {
+    fs.writeSync(2, `${text}\n`);
+  } catch {
+    // nobody is reading
   }
 }
 
@@ -859,7 +873,9 @@ async function serve({ name, version = '0.0.0' } = {}) {
   const stop = (code) => {
     if (stopping) return;
     stopping = true;
-    server.shutdown().finally(() => process.exit(code));
+    // Exiting closes the socket; a forced gRPC shutdown first would only
+    // send a GOAWAY that the host's gRPC logs as a warning.
+    server.closeAll().finally(() => process.exit(code));
   };
   // Every handler is in place before the handshake: the host may stop us
   // the moment it has read it. The host holds our stdin: when that closes,
@@ -870,9 +886,14 @@ async function serve({ name, version = '0.0.0' } = {}) {
   process.stdin.resume();
   process.on('SIGTERM', () => stop(143));
   process.on('SIGINT', () => stop(130));
+  // With the host gone, stdout and stderr are broken pipes: their errors are
+  // ignored (stdin's end stops us), or each EPIPE reported to stderr would
+  // raise the next one, for ever.
+  process.stdout.on('error', () => {});
+  process.stderr.on('error', () => {});
   // One node's stray error must not take the package's other nodes down.
-  process.on('uncaughtException', (err) => process.stderr.write(`uncaught: ${err?.stack ?? err}\n`));
-  process.on('unhandledRejection', (err) => process.stderr.write(`unhandled rejection: ${err?.stack ?? err}\n`));
+  process.on('uncaughtException', (err) => logToStderr(`uncaught: ${err?.stack ?? err}`));
+  process.on('unhandledRejection', (err) => logToStderr(`unhandled rejection: ${err?.stack ?? err}`));
 
   const dir = makeSocketDir();
   process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
@@ -880,7 +901,7 @@ async function serve({ name, version = '0.0.0' } = {}) {
   try {
     address = await server.start(`unix:${path.join(dir, 'plugin.sock')}`);
   } catch (err) {
-    process.stderr.write(`switchboard plugin ${name}: cannot listen: ${err.message}\n`);
+    logToStderr(`switchboard plugin ${name}: cannot listen: ${err.message}`);
     process.exit(1);
   }
   if (stopping) return server;

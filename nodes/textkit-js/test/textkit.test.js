@@ -279,6 +279,9 @@ test('specs: every key of NodeSpec, labels, first output at payload, scopes in o
 
 // -- a plugin server in this process -----------------------------------------
 
+/** Tests that run a server or a process end, pass or fail, within this bound. */
+const BOUND = { timeout: 60_000 };
+
 function loadClient() {
   const def = protoLoader.loadSync(PROTO, { keepCase: true, longs: Number, enums: String, defaults: true });
   return grpc.loadPackageDefinition(def).switchboard.plugin.v1.Plugin;
@@ -360,7 +363,7 @@ async function waitForGate(name) {
   return gates.get(name);
 }
 
-test('server: replies in order of completion, a cancelled call never answers, sends carry the call id', async () => {
+test('server: replies in order of completion, a cancelled call never answers, sends carry the call id', BOUND, async () => {
   await withServer(async ({ server, client, md }) => {
     const created = await unary(client, 'Create', { instance: 'g', type: 'test.gated', name: 'Gated', run: 'r',
       params_json: json({ gate: { scope: 'message', path: 'gate' } }), outputs_json: json({}) }, md);
@@ -392,7 +395,7 @@ test('server: replies in order of completion, a cancelled call never answers, se
   });
 });
 
-test('server: a bad frame costs that frame only', async () => {
+test('server: a bad frame costs that frame only', BOUND, async () => {
   await withServer(async ({ client, md }) => {
     await unary(client, 'Create', { instance: 's', type: 'text.slugify', name: '', run: 'r',
       params_json: Buffer.alloc(0), outputs_json: Buffer.alloc(0) }, md);
@@ -417,7 +420,7 @@ test('server: a bad frame costs that frame only', async () => {
   });
 });
 
-test('server: Create refuses an unknown type and a duplicate id; Close is idempotent', async () => {
+test('server: Create refuses an unknown type and a duplicate id; Close is idempotent', BOUND, async () => {
   await withServer(async ({ client, md }) => {
     const req = { instance: 'x', type: 'text.nope', name: '', run: '', params_json: Buffer.alloc(0), outputs_json: Buffer.alloc(0) };
     assert.match((await unary(client, 'Create', req, md)).error, /no node type 'text.nope'/);
@@ -432,10 +435,39 @@ test('server: Create refuses an unknown type and a duplicate id; Close is idempo
 
 // -- the real process --------------------------------------------------------
 
+const children = new Set();
+test.after(() => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
+function spawnPlugin(args) {
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT, env: { ...process.env, SWITCHBOARD_PLUGIN_PROTO: PROTO }, stdio: ['pipe', 'pipe', 'pipe'] });
+  children.add(child);
+  const exit = once(child, 'exit');
+  /** The exit code; a failure (the child killed) past a generous bound, so
+   * that a plugin that never exits fails its test instead of hanging the run. */
+  child.exited = async (boundMs = 30000) => {
+    let timer;
+    const bound = new Promise((resolve, reject) => {
+      timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error(`the plugin did not exit within ${boundMs / 1000} s`));
+      }, boundMs);
+    });
+    try {
+      const [code] = await Promise.race([exit, bound]);
+      return code;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  return child;
+}
+
 function startPlugin() {
-  const child = spawn(process.execPath, ['index.js'], {
-    cwd: ROOT, env: { ...process.env, SWITCHBOARD_PLUGIN_PROTO: PROTO }, stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child = spawnPlugin(['index.js']);
+  child.stderr.pipe(process.stderr);
   const lines = [];
   const reader = readline.createInterface({ input: child.stdout });
   reader.on('line', (line) => lines.push(line));
@@ -443,9 +475,8 @@ function startPlugin() {
   return { child, handshake, lines };
 }
 
-test('node index.js: handshake, Describe, Create, a slugify call, wrong token refused, exits when stdin closes', async () => {
+test('node index.js: handshake, Describe, Create, a slugify call, wrong token refused, exits when stdin closes', BOUND, async () => {
   const { child, handshake, lines } = startPlugin();
-  const exited = once(child, 'exit');
   const hs = await handshake;
   assert.deepEqual(Object.keys(hs), ['switchboard_plugin', 'address', 'token', 'pid']);
   assert.equal(hs.switchboard_plugin, 1);
@@ -486,39 +517,67 @@ test('node index.js: handshake, Describe, Create, a slugify call, wrong token re
     grpc.Client.prototype.close.call(client); // client.close is the Close RPC
   }
   child.stdin.end();
-  const [code] = await exited;
+  const code = await child.exited();
   assert.equal(code, 0);
   assert.equal(fs.existsSync(dir), false, 'the socket folder is removed');
   assert.equal(lines.length, 1, 'nothing but the handshake on stdout');
 });
 
-test('a node that prints: its output goes to stderr, never into the handshake channel', async () => {
+test('a node that prints: its output goes to stderr, never into the handshake channel', BOUND, async () => {
   const script = `
     const sb = require('./switchboard');
     sb.node('test.noisy', { name: 'Noisy', category: 'Test', onMessage() { console.log('printed'); } });
     sb.serve({ name: 'noisy' }).then(() => { console.log('after the handshake'); process.stdout.write('written\\n'); });`;
-  const child = spawn(process.execPath, ['-e', script], {
-    cwd: ROOT, env: { ...process.env, SWITCHBOARD_PLUGIN_PROTO: PROTO }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawnPlugin(['-e', script]);
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => { stdout += d; });
   child.stderr.on('data', (d) => { stderr += d; });
   while (!stderr.includes('written')) await once(child.stderr, 'data');
   child.stdin.end();
-  await once(child, 'exit');
+  assert.equal(await child.exited(), 0);
   const lines = stdout.trim().split('\n');
   assert.equal(lines.length, 1);
   assert.equal(JSON.parse(lines[0]).switchboard_plugin, 1);
   assert.match(stderr, /after the handshake\nwritten/);
 });
 
-test('node index.js: SIGTERM stops it and removes its socket folder', async () => {
+test('a host gone without a word: a stray error with stderr closed does not stop the exit on stdin EOF', BOUND, async () => {
+  const script = `
+    const sb = require('./switchboard');
+    sb.node('test.chatty', { name: 'Chatty', category: 'Test',
+      onMessage() { setImmediate(() => { throw new Error('a stray error'); }); } });
+    sb.serve({ name: 'chatty' });`;
+  const child = spawnPlugin(['-e', script]);
+  const [line] = await once(readline.createInterface({ input: child.stdout }), 'line');
+  const hs = JSON.parse(line);
+  child.stderr.destroy(); // the reading end is gone, as when the host was killed
+  const Client = loadClient();
+  const client = new Client(hs.address, grpc.credentials.createInsecure());
+  const md = metadata(hs.token);
+  try {
+    assert.equal((await unary(client, 'Create', { instance: 'c', type: 'test.chatty', name: '', run: '',
+      params_json: Buffer.alloc(0), outputs_json: Buffer.alloc(0) }, md)).error, '');
+    const stream = client.Channel(md);
+    const reader = frameReader(stream);
+    stream.write({ frames: [{ kind: 'CALL', id: 1, instance: 'c', data: json({ msg: {} }) }] });
+    assert.equal((await reader.next()).kind, 'RESULT');
+    assert.equal((await unary(client, 'Health', {}, md)).status, 'serving');
+    await reader.close();
+  } finally {
+    grpc.Client.prototype.close.call(client);
+  }
+  child.stdin.end();
+  const code = await child.exited();
+  assert.equal(code, 0);
+});
+
+test('node index.js: SIGTERM stops it and removes its socket folder', BOUND, async () => {
   const { child, handshake } = startPlugin();
-  const exited = once(child, 'exit');
   const hs = await handshake;
   const dir = path.dirname(hs.address.slice('unix:'.length));
   child.kill('SIGTERM');
-  const [code] = await exited;
+  const code = await child.exited();
   assert.equal(code, 143);
   assert.equal(fs.existsSync(dir), false);
 });
