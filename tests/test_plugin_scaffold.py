@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -85,7 +86,31 @@ def test_installed_python_package_is_listed_and_runs_out_of_process(
 
 
 # -- node --------------------------------------------------------------------
-# Filled in once the Node.js SDK is in the tree.
+needs_node = pytest.mark.skipif(
+    shutil.which("node") is None or not (TEXTKIT_JS / "node_modules").is_dir(),
+    reason="needs node and nodes/textkit-js/node_modules (npm install there)")
+
+
+@needs_node
+def test_node_package_passes_its_own_tests_installs_and_runs(tmp_path, data_dir):
+    folder = scaffold.new_package("acme-js", "node", tmp_path)
+    # Instead of npm install: the same packages, without the network.
+    (folder / "node_modules").symlink_to(TEXTKIT_JS / "node_modules")
+    r = subprocess.run(["node", "--test"], cwd=folder, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "# pass 4" in r.stdout and "# fail 0" in r.stdout, r.stdout
+
+    target = scaffold.install(folder)
+    assert (target / "node_modules").is_symlink()
+    nodes = sb("nodes")
+    assert nodes.returncode == 0, nodes.stderr
+    line = next(x for x in nodes.stdout.splitlines() if x.startswith("acme-js.greet "))
+    assert line.endswith("[tool: acme_js_greet]  [plugin: acme-js]")
+    run = sb("run", greet_flow(tmp_path, "acme-js.greet"))
+    assert run.returncode == 0, run.stderr
+    assert [json.loads(x) for x in run.stdout.splitlines()] == [
+        {"node": "show", "name": "Debug", "value": "Hello, Ada!"}]
 
 
 # -- refusals ----------------------------------------------------------------

@@ -404,65 +404,132 @@ in Switchboard: your node reads `self.param.get(msg)` and writes
 JS_INDEX = '''\
 'use strict';
 // The __NAME__ node package: its nodes, served to Switchboard over gRPC.
-// plugin.json starts it with `node index.js`; switchboard.js is the SDK.
+// plugin.json starts it with `node index.js`; requiring this file only
+// declares the nodes (the tests do that). switchboard.js is the SDK.
 
 const sb = require('./switchboard');
 
+const { AI, CUSTOM, MESSAGE } = sb;
 const MAX_WHO = 200;
-
-/** "Hello, Ada!": the greeting, checked as a node must check what it is given. */
-function greet(who, greeting = 'Hello') {
-  const name = String(who ?? '').split(/\\s+/).filter(Boolean).join(' ') || 'world';
-  if (name.length > MAX_WHO) {
-    // The text of a NodeConfigError is what the user and the LLM read.
-    throw new sb.NodeConfigError(`param 'who': at most ${MAX_WHO} characters`);
-  }
-  return `${greeting}, ${name}!`;
-}
 
 sb.node('__NAME__.greet', {
   name: 'Greet',
   category: '__TITLE__',
-  description: 'Greets someone by name. In a flow it reads the name from the payload; '
-    + "wired to an agent's tools port, the LLM supplies it.",
+  description: 'Greets someone by name: "Hello, Ada!". In a flow it reads the name from the '
+    + "payload; wired to an agent's tools port, the LLM supplies it.",
   tool: sb.tool('__MODULE___greet', 'Greet someone by name'),
   params: {
-    who: sb.param('str', 'Who to greet', { scope: 'message', allow: ['ai', 'custom', 'message'],
-      path: 'payload' }),
-    greeting: sb.param('str', 'The word of greeting', { default: 'Hello', allow: ['custom'] }),
+    who: sb.param('str', 'Who to greet',
+      { scope: 'message', allow: AI | CUSTOM | MESSAGE, path: 'payload' }),
+    greeting: sb.param('str', 'The word of greeting', { default: 'Hello', allow: CUSTOM }),
   },
-  outputs: { text: sb.output('str', 'The greeting') },
+  outputs: {
+    text: sb.output('str', 'The greeting'),
+  },
   onMessage(msg) {
-    this.text.set(msg, greet(this.who.get(msg), this.greeting.get(msg)));
+    const who = String(this.who.get(msg) ?? '').split(/\\s+/).filter(Boolean).join(' ') || 'world';
+    if (who.length > MAX_WHO) {
+      // The text of a NodeConfigError is what the user and the LLM read.
+      throw new sb.NodeConfigError(`param 'who': at most ${MAX_WHO} characters`);
+    }
+    this.text.set(msg, `${this.greeting.get(msg)}, ${who}!`);
   },
 });
 
-module.exports = { greet };
+const PACKAGE = { name: '__NAME__', version: require('./package.json').version };
 
-if (require.main === module) {
-  sb.serve({ name: '__NAME__', version: require('./package.json').version });
-}
+if (require.main === module) sb.serve(PACKAGE);
+
+module.exports = { PACKAGE };
 '''
 
 JS_TEST = '''\
 'use strict';
-// The __NAME__ package's tests: the node's logic, and a round trip through
-// its own process, started the way Switchboard starts it.
+// The __NAME__ package's tests (npm test): the node's logic, and a round trip
+// through its own process, started the way Switchboard starts it.
 
 const test = require('node:test');
-const assert = require('node:assert');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const path = require('node:path');
+const readline = require('node:readline');
+const { once } = require('node:events');
 
-const { greet } = require('..');
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
 
-test('greets someone', () => {
-  assert.strictEqual(greet('Ada'), 'Hello, Ada!');
-  assert.strictEqual(greet('  Grace   Hopper '), 'Hello, Grace Hopper!');
-  assert.strictEqual(greet('', 'Hi'), 'Hi, world!');
+const sb = require('../switchboard');
+require('../index');
+
+const ROOT = path.resolve(__dirname, '..');
+const PROTO = path.join(ROOT, 'plugin.proto');
+const greet = sb.registry.get('__NAME__.greet');
+
+// The host resolves message- and AI-scoped params and sends their values with
+// each call: callNode's third argument plays that part here.
+test('greets the payload', async () => {
+  const out = await sb.callNode(greet.instantiate({ id: 'g' }), { payload: 'Ada' }, { who: 'Ada' });
+  assert.deepEqual(out, { msg: { payload: 'Hello, Ada!' }, ports: null });
 });
 
-test('refuses an overlong name, naming the param', () => {
-  assert.throws(() => greet('x'.repeat(201)), /param 'who'/);
+test('greets as a tool: the result goes to __tool_data__', async () => {
+  const node = greet.instantiate({ id: 'g', params: { greeting: { scope: 'custom', value: 'Hi' } } });
+  const request = { __message_type__: 'tool_request', __parameters__: { who: 'Grace' } };
+  const out = await sb.callNode(node, request, { who: 'Grace' });
+  assert.deepEqual(out.msg.__tool_data__, { text: 'Hi, Grace!' });
 });
+
+test('refuses an overlong name, naming the param', async () => {
+  await assert.rejects(sb.callNode(greet.instantiate({ id: 'g' }), {}, { who: 'x'.repeat(201) }),
+    { name: 'NodeConfigError', message: /param 'who'/ });
+});
+
+function unary(client, method, request, md) {
+  return new Promise((resolve, reject) => {
+    client[method](request, md, (err, reply) => (err ? reject(err) : resolve(reply)));
+  });
+}
+
+test('node index.js: handshake, Describe, Create, one call, exit when stdin closes',
+  { timeout: 60_000 }, async () => {
+    const child = spawn(process.execPath, ['index.js'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+    const exited = once(child, 'exit');
+    const [line] = await once(readline.createInterface({ input: child.stdout }), 'line');
+    const hs = JSON.parse(line);
+    assert.equal(hs.switchboard_plugin, 1);
+
+    const def = protoLoader.loadSync(PROTO, { keepCase: true, longs: Number, enums: String, defaults: true });
+    const Client = grpc.loadPackageDefinition(def).switchboard.plugin.v1.Plugin;
+    const client = new Client(hs.address, grpc.credentials.createInsecure());
+    const md = new grpc.Metadata();
+    md.set('x-switchboard-token', hs.token); // every call needs the process's token
+    const json = (value) => Buffer.from(JSON.stringify(value));
+    try {
+      const described = await unary(client, 'Describe', { protocol: 1 }, md);
+      assert.equal(described.name, '__NAME__');
+      assert.deepEqual(JSON.parse(described.specs_json).map((s) => s.type), ['__NAME__.greet']);
+      const created = await unary(client, 'Create', { instance: 'run1/greet/1', type: '__NAME__.greet',
+        name: 'Greet', run: 'run1', params_json: json({}), outputs_json: json({ text: 'payload' }) }, md);
+      assert.equal(created.error, '');
+
+      // One stream carries every call; frames are matched by id.
+      const stream = client.Channel(md);
+      stream.write({ frames: [{ kind: 'CALL', id: 1, instance: 'run1/greet/1',
+        data: json({ msg: { payload: 'Ada' }, params: { who: 'Ada' } }) }] });
+      const [batch] = await once(stream, 'data');
+      const [frame] = batch.frames;
+      assert.deepEqual([frame.kind, frame.id], ['RESULT', 1]);
+      assert.deepEqual(JSON.parse(frame.data), { msg: { payload: 'Hello, Ada!' }, ports: null });
+      const status = once(stream, 'status');
+      stream.end();
+      assert.equal((await status)[0].code, grpc.status.OK);
+    } finally {
+      grpc.Client.prototype.close.call(client); // client.close is the Close RPC
+      child.stdin.end(); // as when Switchboard is gone: the plugin exits
+    }
+    const [code] = await exited;
+    assert.equal(code, 0);
+  });
 '''
 
 JS_README = '''\
