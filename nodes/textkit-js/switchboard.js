@@ -864,7 +864,15 @@ function makeSocketDir() {
  * go to stderr (print nothing while the module loads).
  */
 async function serve({ name, version = '0.0.0' } = {}) {
-  const server = new PluginServer({ name, version });
+  let server;
+  try {
+    server = new PluginServer({ name, version });
+  } catch (err) {
+    // The usual cause: a package copied without its node_modules.
+    const hint = err.code === 'MODULE_NOT_FOUND' ? `; run "npm ci" in ${process.cwd()}` : '';
+    logToStderr(`switchboard plugin ${name}: ${String(err.message).split('\n')[0]}${hint}`);
+    process.exit(1);
+  }
   // stdout is the handshake channel: from here on anything a node prints
   // (console.log included) goes to stderr.
   const stdoutWrite = process.stdout.write.bind(process.stdout);
@@ -901,7 +909,7 @@ async function serve({ name, version = '0.0.0' } = {}) {
   try {
     address = await server.start(`unix:${path.join(dir, 'plugin.sock')}`);
   } catch (err) {
-    logToStderr(`switchboard plugin ${name}: cannot listen: ${err.message}`);
+    logToStderr(`switchboard plugin ${name}: cannot start: ${err.message}`);
     process.exit(1);
   }
   if (stopping) return server;
