@@ -122,9 +122,11 @@ def test_a_bad_name_is_refused_naming_the_rule(name, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_name_that_is_already_a_python_module_is_refused(tmp_path):
-    with pytest.raises(PackageError, match="a Python module 'json' already exists"):
-        scaffold.new_package("json", "python", tmp_path)
+@pytest.mark.parametrize("name", ["json", "runtime", "grpc"])
+def test_a_name_that_is_already_a_python_module_is_refused(name, tmp_path):
+    with pytest.raises(PackageError, match=f"a Python module '{name}' already exists"):
+        scaffold.new_package(name, "python", tmp_path)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_unknown_language_is_refused(tmp_path):

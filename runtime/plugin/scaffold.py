@@ -111,9 +111,11 @@ def _fill(text: str, name: str) -> str:
 
 def _python_files(name: str) -> dict[str, str | bytes]:
     module = module_name(name)
-    if module in sys.stdlib_module_names or importlib.util.find_spec(module) is not None:
-        # The plugin runs with its folder first on sys.path: a module of the
-        # same name would be shadowed there, or shadow this one.
+    spec = importlib.util.find_spec(module)
+    if module in sys.stdlib_module_names or (spec is not None and spec.origin is not None):
+        # The plugin runs with its folder first on sys.path, and so do its
+        # tests: the package would shadow a module of the same name that
+        # they need (a bare folder, a namespace package, shadows nothing).
         raise PackageError(f"package name {name!r}: a Python module '{module}' already "
                            "exists; pick another name")
     manifest = {"name": name, "version": "0.1.0", "language": "python",
