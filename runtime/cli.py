@@ -114,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return EXIT_SIGINT
+    except BrokenPipeError:
+        # The reader went away (`switchboard nodes | head`): stop quietly, and
+        # keep the interpreter's final flush from failing on the same pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except Exception as exc:  # never a traceback on a user's terminal
         log.debug("unexpected error", exc_info=True)
         print(f"switchboard: internal error: {exc} (run with -v for details)", file=sys.stderr)

@@ -104,8 +104,10 @@ class FlowSettings(BaseModel):
 
     #: Messages in flight past which a run fails as a message storm.
     max_in_flight: int | None = Field(default=None, ge=1, le=100_000_000)
-    #: Node packages (``switchboard nodes`` names them: core, http, mail, ...)
-    #: whose nodes run in their own process, as a plugin, in this flow.
+    #: Node packages, by their ``switchboard.nodes`` entry point name (core,
+    #: ai, mail, http, files, browser, triggers, or an installed package's;
+    #: ``switchboard package list`` names them), whose nodes run in their own
+    #: process, as a plugin, in this flow.
     out_of_process: list[str] = Field(default_factory=list, max_length=100)
 
 

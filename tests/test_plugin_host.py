@@ -472,5 +472,5 @@ def test_a_node_package_without_its_npm_packages_says_to_run_npm_ci(tmp_path):
     (tmp_path / "package.json").write_text("{}")
     plugin = Plugin(PluginManifest(name="jsless", command=["node", "index.js"]), tmp_path,
                     str(tmp_path))
-    with pytest.raises(PluginError, match=r"plugin 'jsless' needs its npm packages: run `npm ci` in"):
+    with pytest.raises(PluginError, match=r"plugin 'jsless' needs its npm packages: run `npm install` in"):
         PluginProcess(plugin).start()

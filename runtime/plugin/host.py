@@ -221,7 +221,8 @@ class PluginProcess:
             command[0] = str(cwd / command[0])
         if cwd is not None and (cwd / "package.json").is_file() \
                 and not (cwd / "node_modules").is_dir():
-            raise PluginError(f"plugin '{self.name}' needs its npm packages: run `npm ci` "
+            npm = "npm ci" if (cwd / "package-lock.json").is_file() else "npm install"
+            raise PluginError(f"plugin '{self.name}' needs its npm packages: run `{npm}` "
                               f"in {cwd}")
         tail: deque[str] = deque(maxlen=STDERR_LINES)
         self.stderr_tail = tail

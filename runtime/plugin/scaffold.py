@@ -256,6 +256,13 @@ def list_packages() -> list[str]:
         lines.append(f"no plugin packages (install one into {data_dir() / 'plugins'} with "
                      "switchboard package install PATH)")
     lines += [f"warning: {err}" for err in errors]
+    from importlib.metadata import entry_points
+
+    # What a flow may run out of process (settings.out_of_process) by name.
+    in_process = sorted({ep.name for ep in entry_points(group="switchboard.nodes")})
+    if in_process:
+        lines.append(f"in-process packages (a flow may run any of them out of process): "
+                     f"{', '.join(in_process)}")
     return lines
 
 
