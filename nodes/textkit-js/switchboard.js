@@ -342,10 +342,12 @@ class NodeType {
     }
     const reserved = new Set(['id', 'name', 'type', 'run', 'spec', 'constructor', ...HOOKS,
       ...Object.getOwnPropertyNames(NodeInstance.prototype), ...Object.keys(this.proto)]);
-    for (const [name, decl] of [...this.params, ...this.outputs]) {
+    // Params and outputs become properties of the instance: one namespace.
+    for (const [name] of [...this.params, ...this.outputs]) {
       if (reserved.has(name) || name.startsWith('_') || !/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) {
         throw new TypeError(`${typeId}: '${name}' is reserved or not a name and cannot be a param`);
       }
+      reserved.add(name);
     }
     for (const [name, decl] of this.params) {
       if (decl?.kind !== 'param') throw new TypeError(`${typeId}: params.${name} is not sb.param(...)`);

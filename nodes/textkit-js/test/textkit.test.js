@@ -122,6 +122,12 @@ test('a param or output may not take a reserved name', () => {
   }
 });
 
+test('a param and an output may not share a name', () => {
+  assert.throws(() => sb.node('test.shared_name', {
+    name: 'S', category: 'Test', params: { text: sb.param('str') }, outputs: { text: sb.output('str') },
+  }), /'text' is reserved/);
+});
+
 test('setPath writes dotted paths and [n] indices like runtime.message.set_path', () => {
   const msg = { payload: 1 };
   sb.setPath(msg, 'a.b.c', 1);
