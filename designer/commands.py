@@ -191,6 +191,29 @@ class SetDisabled(QUndoCommand):
         self.doc.set_disabled(self.node_id, not self.disabled)
 
 
+class SetOutOfProcess(QUndoCommand):
+    """Run one node package of the flow in its own process, or back in the
+    runtime's. The list keeps the registry's package order (names it does
+    not know, from a flow made elsewhere, after those and as they were), so
+    that toggling in any order saves the same file."""
+
+    def __init__(self, doc: FlowDocument, package: str, on: bool) -> None:
+        super().__init__(f"Run {package} in its own process" if on
+                         else f"Run {package} in the flow's process")
+        self.doc = doc
+        self.old = list(doc.flow.settings.out_of_process)
+        chosen = [p for p in self.old if p != package] + ([package] if on else [])
+        known = doc.registry.packages()
+        rank = {name: i for i, name in enumerate(known)}
+        self.new = sorted(dict.fromkeys(chosen), key=lambda p: rank.get(p, len(known)))
+
+    def redo(self) -> None:
+        self.doc.set_out_of_process(self.new)
+
+    def undo(self) -> None:
+        self.doc.set_out_of_process(self.old)
+
+
 class Paste(QUndoCommand):
     """Add a fragment of nodes and the wires among them, with fresh ids."""
 

@@ -40,6 +40,7 @@ class FlowDocument(QObject):
     wire_added = Signal(int)  # index in flow.wires
     wire_removed = Signal(object, int)  # Wire, former index
     flow_reset = Signal()  # a whole new flow (open, new)
+    settings_changed = Signal()  # flow.settings (which packages run out of process)
     changed = Signal()  # anything above; for previews and autosave
     problems_changed = Signal(list)  # list[Problem]
     path_changed = Signal(str)
@@ -59,7 +60,8 @@ class FlowDocument(QObject):
         self._validate_timer.setInterval(150)
         self._validate_timer.timeout.connect(self.revalidate)
         for sig in (self.node_added, self.node_removed, self.node_moved, self.node_changed,
-                    self.wire_added, self.wire_removed, self.flow_reset):
+                    self.wire_added, self.wire_removed, self.flow_reset,
+                    self.settings_changed):
             sig.connect(self._on_any_change)
         self.revalidate()
 
@@ -230,6 +232,11 @@ class FlowDocument(QObject):
         assert n is not None
         n.disabled = disabled
         self.node_changed.emit(node_id)
+
+    def set_out_of_process(self, packages: list[str]) -> None:
+        """Which node packages run in their own process in this flow."""
+        self.flow.settings.out_of_process = list(packages)
+        self.settings_changed.emit()
 
     def insert_wire(self, wire: Wire, index: int | None = None) -> int:
         if index is None:

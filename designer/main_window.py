@@ -207,6 +207,9 @@ class MainWindow(QMainWindow):
         self.snap_action.setCheckable(True)
         self.snap_action.setChecked(True)
         self.snap_action.toggled.connect(self._set_snap)
+        self.packages_action = a("Node &Packages…", self.show_node_packages, None, None,
+                                 "Choose which node packages run in their own process")
+        self.packages_dialog = None
         self.run_action = a("&Run", self._run_placeholder, "F5", "run", "Run the flow")
         self.stop_action = a("S&top", self._stop_placeholder, "Shift+F5", "stop", "Stop the run")
         self.stop_action.setEnabled(False)
@@ -249,6 +252,9 @@ class MainWindow(QMainWindow):
             self.theme_actions[mode] = act
         m = mb.addMenu("&Run")
         m.addActions([self.run_action, self.stop_action])
+        # Where the flow's nodes run is a setting of how it runs.
+        m.addSeparator()
+        m.addAction(self.packages_action)
         m = mb.addMenu("&Help")
         m.addAction("&Keyboard Shortcuts", self._show_shortcuts)
         m.addAction(f"&About {APP_NAME}", self._about)
@@ -398,6 +404,24 @@ class MainWindow(QMainWindow):
         menu.addActions([self.select_all_action, self.fit_action])
         menu.exec(global_pos)
         menu.deleteLater()
+
+    def show_node_packages(self):
+        """Run > Node Packages…: beside the canvas, not blocking it, so
+        that undo and the canvas stay at hand; opened again, it reads the
+        packages again (a plugin installed meanwhile appears)."""
+        from .panels.node_packages import NodePackagesDialog
+
+        dialog = self.packages_dialog
+        if dialog is None:
+            dialog = self.packages_dialog = NodePackagesDialog(self.document, self)
+            # Ctrl+Z in the dialog undoes, as in the window.
+            dialog.addActions([self.undo_action, self.redo_action])
+        else:
+            dialog.rebuild()
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+        return dialog
 
     def _set_snap(self, on: bool) -> None:
         self.scene.snap_to_grid = on

@@ -2,19 +2,26 @@
 quick-add popup that opens when you type on the canvas.
 
 Both read ``Registry.specs()``; a node package installed with pip appears
-here with no designer change. Dragging carries the type id as
-``NODE_MIME``; the canvas creates the node where it is dropped."""
+here with no designer change, and so does a plugin package (a node served
+by its own process, ``NodeSpec.plugin``), which carries a small "plugin"
+tag. Dragging carries the type id as ``NODE_MIME``; the canvas creates the
+node where it is dropped."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QMimeData, QPoint, QSize, Qt, Signal
-from PySide6.QtGui import QKeyEvent
+import html
+
+from PySide6.QtCore import QMimeData, QModelIndex, QPoint, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QKeyEvent, QPainter, QPen
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -25,15 +32,25 @@ from .. import icons, theme
 from ..canvas.view import NODE_MIME
 
 TYPE_ROLE = Qt.ItemDataRole.UserRole + 1
+#: The name of the plugin package that serves an entry's node, or None.
+PLUGIN_ROLE = Qt.ItemDataRole.UserRole + 2
+PLUGIN_TAG = "plugin"
 
 
 def summary(spec) -> str:
     return " ".join(spec.description.split("\n\n")[0].split())
 
 
+def plugin_note(spec) -> str:
+    """The sentence that says a node runs out of process, or ""."""
+    return f"Runs in its own process: plugin '{spec.plugin}'" if spec.plugin else ""
+
+
 def matches(spec, words: list[str]) -> bool:
+    # "plugin" and the plugin's name find a plugin's nodes, as the tag suggests.
     hay = " ".join([spec.name, spec.type, spec.category, spec.description,
-                    spec.tool.name if spec.tool else ""]).lower()
+                    spec.tool.name if spec.tool else "",
+                    f"{PLUGIN_TAG} {spec.plugin}" if spec.plugin else ""]).lower()
     return all(w in hay for w in words)
 
 
@@ -43,16 +60,100 @@ def node_icon(spec):
 
 #: Categories in the order a flow is usually built: what starts it, what
 #: shapes messages, then what reaches the world. Others follow, A to Z.
-CATEGORY_ORDER = ["Triggers", "Core", "Sequence", "Variables", "AI", "HTTP", "Browser", "Files",
+CATEGORY_ORDER = ["Triggers", "Core", "Sequence", "Variables", "Text", "AI", "HTTP", "Browser", "Files",
                   "Tables", "Mail"]
 
 
+_KNOWN = {c.casefold(): i for i, c in enumerate(CATEGORY_ORDER)}
+
+
+def category_title(spec) -> str:
+    """The category a node is listed under. A plugin may spell a known
+    category its own way ("core", "HTTP "); it joins the known one. No
+    category at all is "Other"."""
+    cat = " ".join(spec.category.split()) or "Other"
+    rank = _KNOWN.get(cat.casefold())
+    return CATEGORY_ORDER[rank] if rank is not None else cat
+
+
 def category_order(spec) -> tuple:
-    try:
-        rank = CATEGORY_ORDER.index(spec.category)
-    except ValueError:
-        rank = len(CATEGORY_ORDER)
-    return (rank, spec.category, spec.name)
+    cat = category_title(spec)
+    rank = _KNOWN.get(cat.casefold(), len(CATEGORY_ORDER))
+    return (rank, cat.casefold(), spec.name.casefold(), spec.type)
+
+
+class PluginTagDelegate(QStyledItemDelegate):
+    """Draws an entry as usual, and for a plugin's node a small "plugin"
+    pill at its right edge; the name is elided before the pill, never under
+    it. Serves the palette's tree and the quick-add list alike."""
+
+    PAD_X, GAP = 6, 6
+
+    def tag_rect(self, option: QStyleOptionViewItem) -> QRect:
+        fm = QFontMetrics(self.tag_font(option))
+        w = fm.horizontalAdvance(PLUGIN_TAG) + 2 * self.PAD_X
+        h = fm.height() + 4
+        r = option.rect
+        return QRect(r.right() - w - self.GAP + 1, r.center().y() - h // 2 + 1, w, h)
+
+    @staticmethod
+    def tag_font(option: QStyleOptionViewItem) -> QFont:
+        font = QFont(option.font)
+        font.setPointSizeF(max(6.5, font.pointSizeF() * 0.8))
+        return font
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+        plugin = index.data(PLUGIN_ROLE)
+        if not plugin:
+            super().paint(painter, option, index)
+            return
+        tag = self.tag_rect(option)
+        # The selection and hover background spans the whole row; the text
+        # and icon get the room left of the tag.
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        style = opt.widget.style() if opt.widget is not None else None
+        if style is not None:
+            style.drawPrimitive(QStyle.PrimitiveElement.PE_PanelItemViewItem, opt, painter,
+                                opt.widget)
+        opt.rect = QRect(option.rect.left(), option.rect.top(),
+                         max(0, tag.left() - self.GAP - option.rect.left()), option.rect.height())
+        opt.state &= ~(QStyle.StateFlag.State_HasFocus)
+        opt.backgroundBrush = Qt.BrushStyle.NoBrush
+        if style is not None:
+            style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+        t = theme.current()
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)
+        # On the selection's accent, the muted grey would not read.
+        color = QColor(t.accent_text if selected else t.muted)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        fill = QColor(color)
+        fill.setAlphaF(0.12)
+        painter.setBrush(fill)
+        edge = QColor(color)
+        edge.setAlphaF(0.55)
+        painter.setPen(QPen(edge, 1))
+        painter.drawRoundedRect(QRectF(tag).adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
+        painter.setPen(color)
+        painter.setFont(self.tag_font(option))
+        painter.drawText(tag, Qt.AlignmentFlag.AlignCenter, PLUGIN_TAG)
+        painter.restore()
+
+
+def _esc(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+def _tooltip(spec) -> str:
+    tip = f"<b>{_esc(spec.name)}</b> <span style='opacity:.7'>{_esc(spec.type)}</span>"
+    if summary(spec):
+        tip += f"<br>{_esc(summary(spec))}"
+    if spec.tool:
+        tip += f"<br>Can be an agent's tool: <b>{_esc(spec.tool.name)}</b>"
+    if spec.plugin:
+        tip += f"<br>{_esc(plugin_note(spec))}"
+    return tip
 
 
 class _CatalogTree(QTreeWidget):
@@ -93,6 +194,7 @@ class Palette(QWidget):
         self.tree.setDragDropMode(QAbstractItemView.DragDropMode.DragOnly)
         self.tree.setUniformRowHeights(False)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.setItemDelegate(PluginTagDelegate(self.tree))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 6)
         layout.setSpacing(8)
@@ -110,24 +212,21 @@ class Palette(QWidget):
         header_font = theme.ui_font(8.5)
         header_font.setBold(True)
         for spec in sorted(self.registry.specs(), key=category_order):
-            cat = cats.get(spec.category)
+            title = category_title(spec)
+            cat = cats.get(title.casefold())
             if cat is None:
-                cat = QTreeWidgetItem([spec.category.upper()])
+                cat = QTreeWidgetItem([title.upper()])
                 cat.setFlags(Qt.ItemFlag.ItemIsEnabled)
                 cat.setFont(0, header_font)
                 cat.setForeground(0, theme.current().color("muted"))
                 cat.setSizeHint(0, QSize(0, 30 if not cats else 36))
                 self.tree.addTopLevelItem(cat)
-                cats[spec.category] = cat
+                cats[title.casefold()] = cat
             item = QTreeWidgetItem([spec.name])
             item.setData(0, TYPE_ROLE, spec.type)
+            item.setData(0, PLUGIN_ROLE, spec.plugin or None)
             item.setIcon(0, node_icon(spec))
-            tip = f"<b>{spec.name}</b> <span style='opacity:.7'>{spec.type}</span>"
-            if summary(spec):
-                tip += f"<br>{summary(spec)}"
-            if spec.tool:
-                tip += f"<br>Can be an agent's tool: <b>{spec.tool.name}</b>"
-            item.setToolTip(0, tip)
+            item.setToolTip(0, _tooltip(spec))
             item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
                           | Qt.ItemFlag.ItemIsDragEnabled)
             item.setSizeHint(0, QSize(0, 30))
@@ -207,6 +306,7 @@ class QuickAdd(QFrame):
         self.list.setIconSize(QSize(18, 18))
         self.list.setFrameShape(QFrame.Shape.NoFrame)
         self.list.setStyleSheet(f"QListWidget {{ background: {t.base}; }}")
+        self.list.setItemDelegate(PluginTagDelegate(self.list))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.setSpacing(4)
@@ -220,7 +320,8 @@ class QuickAdd(QFrame):
             item = QListWidgetItem(node_icon(spec), f"{spec.name}")
             item.setSizeHint(QSize(0, 28))
             item.setData(TYPE_ROLE, spec.type)
-            item.setToolTip(summary(spec))
+            item.setData(PLUGIN_ROLE, spec.plugin or None)
+            item.setToolTip("\n".join(filter(None, [summary(spec), plugin_note(spec)])))
             self.list.addItem(item)
         self._filter("")
 

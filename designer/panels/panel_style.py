@@ -68,6 +68,8 @@ QLabel#chipAi {{ background: {ai_soft}; color: {ai_text}; border-radius: 4px;
     padding: 1px 6px; }}
 QLabel#chipMessage {{ background: {msg_soft}; border-radius: 4px; padding: 1px 6px; }}
 QLabel#emptyTitle {{ font-size: 15px; font-weight: 600; }}
+QLabel#pluginTag {{ color: palette(placeholder-text); border: 1px solid palette(mid);
+    border-radius: 4px; padding: 0px 5px; font-size: 11px; }}
 """
 
 

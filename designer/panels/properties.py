@@ -39,6 +39,7 @@ from runtime.flow import Problem, ToolOverride
 from runtime.spec import NodeSpec, Scope
 
 from .json_editor import AutoHeightText, format_json, mono_font
+from .palette import plugin_note
 from .panel_style import is_dark, label, panel_style, section
 from .param_editors import AI_COLOR, MESSAGE_COLOR, ParamRow
 from .param_hint import ParamHints
@@ -141,7 +142,16 @@ class NodeForm(QWidget):
             (" · agent" if spec.has_tools_port else "")
         self.type_label = label(kind, "nodeType", self)
         self.type_label.setToolTip(spec.type)
-        titles.addWidget(self.title)
+        # The same "plugin" tag as in the palette; also shown, as "own
+        # process", for a node whose package this flow runs out of process.
+        self.process_tag = label("", "pluginTag", self, wrap=False)
+        self.process_tag.hide()
+        title_row = QHBoxLayout()
+        title_row.setSpacing(8)
+        title_row.addWidget(self.title, 0)
+        title_row.addWidget(self.process_tag, 0, Qt.AlignmentFlag.AlignVCenter)
+        title_row.addStretch(1)
+        titles.addLayout(title_row)
         titles.addWidget(self.type_label)
         head.addLayout(titles, 1)
         layout.addLayout(head)
@@ -330,10 +340,28 @@ class NodeForm(QWidget):
         agents a tool serves. Cheap, and widgets change only when the text does."""
         if self.doc.node(self.node_id) is None:
             return
+        self._refresh_process_tag()
         if self.spec.tool is not None:
             self._refresh_tool()
         if self.spec.has_tools_port:
             self._refresh_agent_preview()
+
+    def _refresh_process_tag(self) -> None:
+        spec = self.spec
+        if spec.plugin:
+            text, tip = "plugin", plugin_note(spec)
+        else:
+            package = self.doc.registry.package_of(spec.type)
+            if package and package in self.doc.flow.settings.out_of_process:
+                text = "own process"
+                tip = (f"Runs in its own process in this flow: package '{package}' "
+                       "(Run > Node Packages…)")
+            else:
+                text = tip = ""
+        if self.process_tag.text() != text:
+            self.process_tag.setText(text)
+            self.process_tag.setToolTip(tip)
+            self.process_tag.setVisible(bool(text))
 
     def _refresh_tool(self) -> None:
         agents = []
