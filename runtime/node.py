@@ -111,8 +111,12 @@ class Param:
         label: str | None = None,
         multiline: bool = False,
         path: str | None = None,
+        visible_if: dict[str, list[Any]] | None = None,
+        group: str = "",
     ) -> None:
         self.type = ParamType.ENUM if choices else _param_type(type)
+        self.visible_if = {k: list(v) for k, v in visible_if.items()} if visible_if else None
+        self.group = group
         self.description = description
         self.default = default
         self.optional = optional
@@ -160,6 +164,8 @@ class Param:
             secret=self.type is ParamType.SECRET,
             multiline=self.multiline,
             default_path=self.path,
+            visible_if=self.visible_if,
+            group=self.group,
         )
 
 
@@ -552,6 +558,12 @@ def node(
         for p in [*params, *outs]:
             if p.name in reserved or p.name.startswith("_"):
                 raise TypeError(f"{type_id}: '{p.name}' is reserved and cannot be a param")
+        names = {p.name for p in params}
+        for p in params:
+            for other in (p.visible_if or {}):
+                if other not in names or other == p.name:
+                    raise TypeError(f"{type_id}: param '{p.name}' is visible_if "
+                                    f"'{other}', which is not another param of it")
         ports_out = [PortSpec(name=o, kind="out") for o in outputs]
         if tools_port:
             ports_out.append(PortSpec(name="tools", label="tools", kind="tools"))

@@ -76,6 +76,13 @@ class ParamSpec(_Strict):
     # For a message-scoped default: the path it reads (e.g. the agent's prompt
     # reads `payload` unless the designer says otherwise).
     default_path: str | None = None
+    # Shown (and used) only while another param's fixed value is one of these:
+    # {"delivery": ["smtp"]}. The designer hides the param otherwise, and
+    # validation does not ask for it.
+    visible_if: dict[str, list[Any]] | None = None
+    # Where the designer shows it: "" with the main params, or a collapsible
+    # section ("connection", "advanced", ...) that starts closed.
+    group: str = ""
 
     @property
     def required(self) -> bool:
@@ -135,6 +142,26 @@ class NodeSpec(_Strict):
             if o.name == name:
                 return o
         return None
+
+    def param_visible(self, name: str, settings: dict[str, ParamValue]) -> bool:
+        """Whether param ``name`` means anything with these settings (its
+        ``visible_if``): a param the designer's choice makes meaningless is
+        hidden in the designer and left out of a tool's schema. A condition
+        on a param that is not fixed (message or AI) holds: that is decided
+        at run time."""
+        p = self.param(name)
+        if p is None or not p.visible_if:
+            return True
+        for other, values in p.visible_if.items():
+            setting = settings.get(other)
+            if setting is not None and setting.scope is not Scope.CUSTOM:
+                continue
+            ospec = self.param(other)
+            value = setting.value if setting is not None and setting.value is not None \
+                else (ospec.default if ospec is not None else None)
+            if value not in values:
+                return False
+        return True
 
     @property
     def has_tools_port(self) -> bool:

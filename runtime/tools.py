@@ -72,7 +72,8 @@ def ai_params(spec: NodeSpec, fnode: FlowNode) -> list[tuple[Any, Any]]:
     for p in spec.params:
         setting = fnode.params.get(p.name)
         scope = setting.scope if setting is not None else p.default_scope
-        if scope is Scope.AI and p.allows(Scope.AI) and not p.secret:
+        if scope is Scope.AI and p.allows(Scope.AI) and not p.secret \
+                and spec.param_visible(p.name, fnode.params):
             out.append((p, setting))
     return out
 

@@ -186,7 +186,7 @@ function tool(name, description) {
 }
 
 const PARAM_OPTIONS = new Set(['default', 'optional', 'scope', 'allow', 'choices', 'label',
-  'multiline', 'path']);
+  'multiline', 'path', 'visible_if', 'group']);
 
 /** A node parameter; the same defaults as runtime.node.Param. */
 function param(type = 'str', description = '', opts = {}) {
@@ -232,6 +232,10 @@ function param(type = 'str', description = '', opts = {}) {
     label: opts.label ?? null,
     multiline: Boolean(opts.multiline),
     path: opts.path ?? null,
+    // Shown only while other params' fixed values are among these: {delivery: ['smtp']}.
+    visibleIf: opts.visible_if ?? null,
+    // "" (main) or the collapsible section the designer shows it in.
+    group: String(opts.group ?? ''),
   });
 }
 
@@ -384,6 +388,8 @@ class NodeType {
         secret: p.type === 'secret',
         multiline: p.multiline,
         default_path: p.path,
+        visible_if: p.visibleIf,
+        group: p.group,
       })),
       results: this.outputs.map(([name, o], i) => ({
         name,
