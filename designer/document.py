@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, QStandardPaths, QTimer, Signal
 from PySide6.QtGui import QUndoStack
 
 from runtime.flow import (
@@ -28,6 +28,8 @@ from runtime.flow import (
 )
 from runtime.registry import Registry
 from runtime.spec import NodeSpec, ParamValue
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "resources" / "examples"
 
 
 class FlowDocument(QObject):
@@ -84,6 +86,23 @@ class FlowDocument(QObject):
             self.path = target
             self.path_changed.emit(str(target))
         self.undo_stack.setClean()
+
+    def dialog_folder(self, recent: list[str] = (), *, saving: bool = False) -> Path:
+        """Where a file dialog about this flow starts: the flow's own folder;
+        for an unsaved flow the folder of the newest recent file that still
+        exists; for a new user (none) the examples to open, or Documents to
+        save in (never the installed examples, which an upgrade replaces)."""
+        if self.path is not None:
+            return self.path.parent
+        for f in recent:
+            folder = Path(f).parent
+            if folder.is_dir():
+                return folder
+        if not saving and EXAMPLES_DIR.is_dir():
+            return EXAMPLES_DIR
+        documents = QStandardPaths.writableLocation(
+            QStandardPaths.StandardLocation.DocumentsLocation)
+        return Path(documents) if documents and Path(documents).is_dir() else Path.home()
 
     @property
     def modified(self) -> bool:

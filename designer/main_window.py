@@ -210,6 +210,9 @@ class MainWindow(QMainWindow):
         self.packages_action = a("Node &Packages…", self.show_node_packages, None, None,
                                  "Choose which node packages run in their own process")
         self.packages_dialog = None
+        self.credentials_action = a("&Credentials…", self.show_credentials, None, None,
+                                    "Store the API keys and passwords your flows name")
+        self.credentials_dialog = None
         self.run_action = a("&Run", self._run_placeholder, "F5", "run", "Run the flow")
         self.stop_action = a("S&top", self._stop_placeholder, "Shift+F5", "stop", "Stop the run")
         self.stop_action.setEnabled(False)
@@ -255,6 +258,7 @@ class MainWindow(QMainWindow):
         # Where the flow's nodes run is a setting of how it runs.
         m.addSeparator()
         m.addAction(self.packages_action)
+        m.addAction(self.credentials_action)
         m = mb.addMenu("&Help")
         m.addAction("&Keyboard Shortcuts", self._show_shortcuts)
         m.addAction(f"&About {APP_NAME}", self._about)
@@ -423,6 +427,21 @@ class MainWindow(QMainWindow):
         dialog.activateWindow()
         return dialog
 
+    def show_credentials(self):
+        """Run > Credentials…: beside the window, not blocking it; opened
+        again, it reads the store again."""
+        from .credentials_dialog import CredentialsDialog
+
+        dialog = self.credentials_dialog
+        if dialog is None:
+            dialog = self.credentials_dialog = CredentialsDialog(self)
+        else:
+            dialog.refresh()
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+        return dialog
+
     def _set_snap(self, on: bool) -> None:
         self.scene.snap_to_grid = on
 
@@ -455,7 +474,7 @@ class MainWindow(QMainWindow):
         self.view.centerOn(400, 300)
 
     def open_dialog(self) -> None:
-        start = str(self.document.path.parent) if self.document.path else str(Path.home())
+        start = str(self.document.dialog_folder(self.recent_files()))
         path, _ = QFileDialog.getOpenFileName(self, "Open Flow", start, FLOW_FILTER)
         if path:
             self.open_path(path)
@@ -500,7 +519,8 @@ class MainWindow(QMainWindow):
             start = str(doc.path)
         else:
             slug = "-".join(doc.flow.name.lower().split()) or "untitled"
-            start = str(Path.home() / f"{slug}.flow.json")
+            folder = doc.dialog_folder(self.recent_files(), saving=True)
+            start = str(folder / f"{slug}.flow.json")
         path, _ = QFileDialog.getSaveFileName(self, "Save Flow As", start, FLOW_FILTER)
         if not path:
             return False
