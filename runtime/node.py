@@ -311,13 +311,30 @@ def resolve_secret(ref: Any, *, param: str = "", username: str | None = None) ->
         register_secret(value, username)
         return value
     if isinstance(ref, dict) and "keyring" in ref:
-        import keyring  # imported lazily: slow, and most flows need none
+        # Imported lazily: keyring is slow to import, and most flows need none.
+        from . import credentials
 
-        value = keyring.get_password(ref["keyring"], ref.get("username", ""))
+        service, entry = ref["keyring"], ref.get("username", "")
+        try:
+            if service == credentials.SERVICE:
+                # The Credentials dialog's entries: the keyring, then the
+                # encrypted file where no keyring works.
+                value = credentials.get(entry)
+            else:
+                import keyring
+
+                value = keyring.get_password(service, entry)
+        except credentials.CredentialError as exc:
+            raise NodeConfigError(f"{where}{exc}") from None
+        except Exception as exc:  # noqa: BLE001 - no keyring backend, a locked keyring
+            raise NodeConfigError(f"{where}keyring entry {service}/{entry}: the system "
+                                  f"keyring failed: {type(exc).__name__}") from None
         if value is None:
-            raise NodeConfigError(
-                f"{where}no keyring entry {ref['keyring']}/{ref.get('username', '')}")
-        register_secret(value, username or ref.get("username") or None)
+            if service == credentials.SERVICE:
+                raise NodeConfigError(f"{where}no credential named '{entry}'; add it in "
+                                      "Run > Credentials…")
+            raise NodeConfigError(f"{where}no keyring entry {service}/{entry}")
+        register_secret(value, username or entry or None)
         return value
     raise NodeConfigError(f"{where}a secret must name an env var or a keyring entry")
 

@@ -7,7 +7,11 @@ A test gives it replies: a list (played in order) of response bodies, or of
 ``(status, body)`` / ``(status, body, headers)`` to play errors (a 429 with
 ``Retry-After``), or a function ``(kind, request) -> body`` (called outside
 the server's lock, so one that waits, to play a stalled server, holds up no
-other request). Every request is recorded (path, headers, parsed JSON body)."""
+other request). Every request is recorded (path, headers, parsed JSON body).
+
+``GET /v1/models`` lists ``models`` (OpenAI's model list); with ``api_key``
+set, a request without ``Authorization: Bearer <api_key>`` gets a 401 as
+OpenAI answers it."""
 
 from __future__ import annotations
 
@@ -65,6 +69,8 @@ class LlmServer:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.replies: list[Any] | Callable[[str, dict], Any] = []
+        self.models: list[str] = ["gpt-test", "gpt-test-mini"]
+        self.api_key: str | None = None
         self._lock = threading.Lock()
         server = self
 
@@ -73,6 +79,27 @@ class LlmServer:
 
             def log_message(self, *args: Any) -> None:
                 pass
+
+            def do_GET(self) -> None:
+                path = self.path.split("?")[0]
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                with server._lock:
+                    server.requests.append({"kind": "models", "path": path, "headers": headers,
+                                            "body": None})
+                if path != "/v1/models":
+                    self._send(404, {"error": {"message": f"no route {path}"}})
+                    return
+                if server.api_key is not None \
+                        and headers.get("authorization") != f"Bearer {server.api_key}":
+                    given = headers.get("authorization", "")[7:]
+                    self._send(401, {"error": {
+                        "message": f"Incorrect API key provided: {given}.",
+                        "type": "invalid_request_error", "param": None,
+                        "code": "invalid_api_key"}})
+                    return
+                self._send(200, {"object": "list", "data": [
+                    {"id": m, "object": "model", "created": 1700000000, "owned_by": "test"}
+                    for m in server.models]})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)

@@ -1,0 +1,187 @@
+"""Credentials: named secrets in the system keyring or, where none works (as on
+this machine), in an encrypted file; flows name the entry, never the secret."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import keyring
+import pytest
+from keyring.backend import KeyringBackend
+from keyring.backends import fail
+
+from runtime import credentials
+from runtime.credentials import CredentialError
+from runtime.node import NodeConfigError, redact, resolve_secret
+from tests.servers.llm import LlmServer
+
+
+class DictKeyring(KeyringBackend):
+    """A keyring backend that keeps entries in a dict: keyring's own plugin
+    API, standing in for Secret Service, which cannot run in this sandbox."""
+
+    priority = 1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service, username):
+        return self.entries.get((service, username))
+
+    def set_password(self, service, username, password):
+        self.entries[(service, username)] = password
+
+    def delete_password(self, service, username):
+        del self.entries[(service, username)]
+
+
+@pytest.fixture
+def no_keyring(data_dir, monkeypatch):
+    monkeypatch.delenv(credentials.BACKEND_ENV, raising=False)
+    previous = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
+    yield data_dir
+    keyring.set_keyring(previous)
+
+
+@pytest.fixture
+def dict_keyring(data_dir, monkeypatch):
+    monkeypatch.delenv(credentials.BACKEND_ENV, raising=False)
+    previous = keyring.get_keyring()
+    backend = DictKeyring()
+    keyring.set_keyring(backend)
+    yield backend
+    keyring.set_keyring(previous)
+
+
+def test_without_a_keyring_entries_go_to_an_encrypted_file_only_the_user_reads(no_keyring):
+    assert not credentials.uses_keyring()
+    credentials.set("work smtp", "pa55-word-of-mine")
+    credentials.set("openai", "sk-live-abcdef123456")
+    assert credentials.list_names() == ["openai", "work smtp"]
+    assert credentials.get("work smtp") == "pa55-word-of-mine"
+    assert credentials.get("nothing here") is None
+
+    enc, key = no_keyring / "credentials.enc", no_keyring / "credentials.key"
+    assert stat.S_IMODE(enc.stat().st_mode) == 0o600
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    raw = enc.read_bytes()
+    assert b"pa55-word-of-mine" not in raw and b"sk-live" not in raw and b"work smtp" not in raw
+    note = credentials.backend_note()
+    assert note.startswith("No system keyring here: stored encrypted in ")
+    assert str(enc) in note and "casual" in note
+
+    credentials.set("openai", "sk-live-replaced-999")
+    assert credentials.get("openai") == "sk-live-replaced-999"
+    assert credentials.delete("openai") is True
+    assert credentials.delete("openai") is False
+    assert credentials.list_names() == ["work smtp"]
+
+
+def test_a_file_whose_key_is_gone_or_wrong_is_a_clear_error(no_keyring):
+    credentials.set("a", "secret-value-1")
+    (no_keyring / "credentials.key").write_bytes(b"not a fernet key\n")
+    with pytest.raises(CredentialError, match="is not a credentials key"):
+        credentials.get("a")
+    os.unlink(no_keyring / "credentials.key")
+    with pytest.raises(CredentialError, match="its key .* is missing"):
+        credentials.list_names()
+
+
+@pytest.mark.parametrize("name", ["", " padded", "a\nb", "x" * 129, "-starts-with-dash", None])
+def test_names_that_cannot_name_an_entry_are_refused(no_keyring, name):
+    with pytest.raises(CredentialError, match="cannot name a credential"):
+        credentials.set(name, "value-1234")
+
+
+def test_an_empty_secret_is_refused(no_keyring):
+    with pytest.raises(CredentialError, match="'k': the secret is empty"):
+        credentials.set("k", "")
+
+
+def test_with_a_keyring_entries_go_there_under_the_switchboard_service(dict_keyring):
+    assert credentials.uses_keyring()
+    assert credentials.backend_note().startswith("Stored in the system keyring (")
+    credentials.set("openai", "sk-in-the-keyring-42")
+    assert dict_keyring.entries == {("switchboard", "openai"): "sk-in-the-keyring-42"}
+    assert credentials.list_names() == ["openai"]
+    index = (credentials.data_dir() / credentials.INDEX_NAME).read_text()
+    assert "openai" in index and "sk-in" not in index
+    assert credentials.delete("openai") is True
+    assert dict_keyring.entries == {} and credentials.list_names() == []
+
+
+def test_an_entry_stored_in_the_file_on_a_keyless_day_is_still_found(no_keyring):
+    credentials.set("smtp", "old-file-secret")
+    backend = DictKeyring()
+    keyring.set_keyring(backend)
+    assert credentials.get("smtp") == "old-file-secret"  # keyring first, then the file
+    assert credentials.list_names() == ["smtp"]
+    credentials.set("smtp", "new-keyring-secret")  # moves it to the keyring
+    assert credentials.get("smtp") == "new-keyring-secret"
+    keyring.set_keyring(fail.Keyring())
+    assert credentials.get("smtp") is None  # the file copy went
+
+
+def test_forcing_the_file_store(dict_keyring, monkeypatch):
+    monkeypatch.setenv(credentials.BACKEND_ENV, "file")
+    credentials.set("k", "file-only-secret")
+    assert dict_keyring.entries == {}
+    assert "SWITCHBOARD_CREDENTIALS=file" in credentials.backend_note()
+
+
+def test_a_flow_reference_resolves_through_the_store_and_is_redacted(no_keyring):
+    credentials.set("mail login", "hunter2-but-longer")
+    ref = credentials.reference("mail login")
+    assert ref == {"keyring": "switchboard", "username": "mail login"}
+    assert resolve_secret(ref, param="password") == "hunter2-but-longer"
+    assert redact("the server said hunter2-but-longer") == "the server said ***"
+    with pytest.raises(NodeConfigError) as info:
+        resolve_secret({"keyring": "switchboard", "username": "gone"}, param="password")
+    assert str(info.value) == ("param 'password': no credential named 'gone'; add it in "
+                               "Run > Credentials…")
+
+
+def test_a_foreign_keyring_service_without_a_keyring_is_a_config_error(no_keyring):
+    with pytest.raises(NodeConfigError, match="keyring entry other/u: the system keyring failed"):
+        resolve_secret({"keyring": "other", "username": "u"}, param="password")
+
+
+def test_key_configured(no_keyring, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert credentials.key_configured("scripted")
+    assert not credentials.key_configured("openai")
+    assert not credentials.key_configured("anthropic")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
+    assert credentials.key_configured("anthropic")
+    assert credentials.default_key("anthropic") == ("sk-ant-from-env",
+                                                    "environment variable ANTHROPIC_API_KEY")
+    credentials.set("OpenAI", "sk-stored-for-openai")  # named like the provider, any case
+    assert credentials.key_configured("openai")
+    assert credentials.default_key("openai") == ("sk-stored-for-openai", "credential 'OpenAI'")
+
+
+def test_list_models_of_an_openai_compatible_server():
+    with LlmServer() as server:
+        server.models = ["llama3.2", "qwen2.5:7b"]
+        server.api_key = "sk-right-key-1234"
+        assert credentials.list_models(server.openai_url, "sk-right-key-1234") == [
+            "llama3.2", "qwen2.5:7b"]
+        assert server.requests[-1]["path"] == "/v1/models"
+
+        with pytest.raises(CredentialError) as info:
+            credentials.list_models(server.openai_url, "sk-wrong-key-5678")
+        text = str(info.value)
+        assert text.startswith(f"{server.openai_url}/models: HTTP 401 (the server refused the key)")
+        assert "sk-wrong-key-5678" not in text and "***" in text  # the server echoed it
+
+        with pytest.raises(CredentialError, match=r"/nothing/models: HTTP 404 \(is this the API"):
+            credentials.list_models(f"http://127.0.0.1:{server.port}/nothing", "sk-right-key-1234")
+        port = server.port
+    with pytest.raises(CredentialError, match=f"cannot connect to http://127.0.0.1:{port}/v1"):
+        credentials.list_models(f"http://127.0.0.1:{port}/v1", "sk-any-key-0000")
+    with pytest.raises(CredentialError, match="is not an http:// or https:// URL"):
+        credentials.list_models("ftp://example.com", None)
