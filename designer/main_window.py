@@ -135,7 +135,10 @@ class MainWindow(QMainWindow):
                                           Qt.DockWidgetArea.RightDockWidgetArea)
         self.inspector_dock = self._dock("Inspector", "inspector", QWidget(),
                                          Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.inspector_dock.hide()  # the run integration shows it when it has content
+        self.inspector_dock.hide()  # the run integration shows it, folded to its tab strip
+        # The inspector spans the canvas and the palette, not the properties:
+        # those keep the full height they need beside an open inspector.
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.resizeDocks([self.palette_dock, self.properties_dock], [230, 320],
                          Qt.Orientation.Horizontal)
 
