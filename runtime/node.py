@@ -352,12 +352,19 @@ def is_secret_ref(value: Any) -> bool:
 class BoundParam:
     """A param of one node instance, with the flow's setting applied."""
 
-    __slots__ = ("name", "scope", "value", "path", "default", "spec", "null_is_value")
+    __slots__ = ("name", "scope", "value", "path", "default", "spec", "null_is_value", "expr")
 
     def __init__(self, spec: ParamSpec, setting: ParamValue | None) -> None:
         self.spec = spec
         self.name = spec.name
         self.default = spec.default
+        # Scope expression: the compiled template (runtime.expressions); the
+        # engine gives it the run's context (flow variables, env).
+        self.expr: Any = None
+        if setting is not None and setting.scope is Scope.EXPRESSION:
+            from .expressions import Expression  # lazily: most flows have none
+
+            self.expr = Expression(spec, setting.value)
         # A json param explicitly set to null means null (inject a null
         # payload); for other types null means "not set": the default.
         self.null_is_value = (setting is not None and setting.scope is Scope.CUSTOM
@@ -384,6 +391,9 @@ class BoundParam:
             if self.spec.secret:
                 return resolve_secret(value, param=self.name)
             return value
+        if scope is Scope.EXPRESSION:
+            value = self.expr.render(msg)
+            return fallback if value is None else value
         if msg is None:
             return fallback
         if scope is Scope.MESSAGE:

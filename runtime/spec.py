@@ -15,6 +15,9 @@ class Scope(enum.StrEnum):
     CUSTOM = "custom"  # the designer's fixed value in the flow
     MESSAGE = "message"  # a dotted path into the incoming message
     AI = "ai"  # the LLM's tool-call arguments
+    # A template rendered per message (runtime.expressions). Not an Allow
+    # flag: allowed wherever CUSTOM is and the param is no secret.
+    EXPRESSION = "expression"
 
     def __str__(self) -> str:
         return self.value
@@ -89,6 +92,11 @@ class ParamSpec(_Strict):
         return not self.has_default and not self.optional
 
     def allows(self, scope: Scope) -> bool:
+        if scope is Scope.EXPRESSION:
+            # A template is a fixed value the designer writes, computed per
+            # message: wherever a fixed value is allowed, except a secret
+            # (which must name where it is kept, never be computed).
+            return Scope.CUSTOM in self.allowed_scopes and not self.secret
         return scope in self.allowed_scopes
 
 
@@ -174,13 +182,13 @@ class ParamValue(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scope: Scope
-    value: Any = None  # scope custom
+    value: Any = None  # scope custom; scope expression: the template text
     path: str | None = None  # scope message
     description: str | None = None  # scope ai: overrides what the LLM sees
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"scope": self.scope.value}
-        if self.scope is Scope.CUSTOM:
+        if self.scope is Scope.CUSTOM or self.scope is Scope.EXPRESSION:
             out["value"] = self.value
         elif self.scope is Scope.MESSAGE:
             out["path"] = self.path
