@@ -185,3 +185,74 @@ def test_list_models_of_an_openai_compatible_server():
         credentials.list_models(f"http://127.0.0.1:{port}/v1", "sk-any-key-0000")
     with pytest.raises(CredentialError, match="is not an http:// or https:// URL"):
         credentials.list_models("ftp://example.com", None)
+
+
+# -- the agent's key ---------------------------------------------------------
+
+def _llm_agent(llm: LlmServer, **params) -> dict:
+    from tests.servers.flows import fixed
+
+    base = {"provider": "openai", "model": "gpt-test", "base_url": llm.openai_url}
+    base.update(params)
+    return {k: fixed(v) for k, v in base.items()}
+
+
+async def test_the_agent_uses_the_credential_it_names_and_never_shows_it(no_keyring, monkeypatch):
+    from tests.servers.flows import agent_flow, run
+    from tests.servers.llm import openai_reply
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env-not-this-one")
+    credentials.set("my openai", "sk-stored-credential-777")
+    with LlmServer() as llm:
+        llm.replies = [openai_reply("Done: sk-stored-credential-777")]
+        flow = agent_flow(_llm_agent(llm, api_key=credentials.reference("my openai")), [])
+        assert "sk-stored" not in flow.dumps()  # the flow names the entry only
+        result, rec, _ = await run(flow)
+    assert result.status == "ok"
+    assert llm.requests[0]["headers"]["authorization"] == "Bearer sk-stored-credential-777"
+    assert [e.value["payload"] for e in rec.of("debug")] == ["Done: ***"]
+
+
+async def test_without_a_key_param_a_credential_named_like_the_provider_serves(no_keyring,
+                                                                              monkeypatch):
+    from tests.servers.flows import agent_flow, run
+    from tests.servers.llm import openai_reply
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    credentials.set("OPENAI_API_KEY", "sk-stored-by-its-usual-name")
+    with LlmServer() as llm:
+        llm.replies = [openai_reply("hi")]
+        result, _, _ = await run(agent_flow(_llm_agent(llm), []))
+    assert result.status == "ok"
+    assert llm.requests[0]["headers"]["authorization"] == "Bearer sk-stored-by-its-usual-name"
+
+
+async def test_a_missing_credential_fails_the_run_naming_the_entry(no_keyring):
+    from tests.servers.flows import agent_flow, run
+
+    with LlmServer() as llm:
+        result, rec, _ = await run(agent_flow(
+            _llm_agent(llm, api_key=credentials.reference("typo")), []))
+    assert result.status == "error"
+    assert rec.of("node.error")[0].message == (
+        "param 'api_key': no credential named 'typo'; add it in Run > Credentials…")
+    assert llm.requests == []
+
+
+def test_the_agent_groups_its_params_and_scripted_hides_the_connection():
+    from nodes.ai import Agent
+    from runtime.spec import ParamValue
+
+    spec = Agent.spec
+    groups = {p.name: p.group for p in spec.params}
+    assert [n for n, g in groups.items() if g == ""] == [
+        "provider", "model", "instructions", "prompt", "script"]
+    assert [n for n, g in groups.items() if g == "connection"] == [
+        "base_url", "api_key", "api_key_env"]
+    assert spec.param("api_key").secret and spec.param("api_key").label == "API key"
+    scripted = {"provider": ParamValue(scope="custom", value="scripted")}
+    visible = [p.name for p in spec.params if spec.param_visible(p.name, scripted)]
+    assert visible == ["provider", "instructions", "prompt", "script", "max_turns",
+                       "tool_timeout_seconds", "max_tool_calls_per_turn"]
+    default = [p.name for p in spec.params if spec.param_visible(p.name, {})]
+    assert "script" not in default and "api_key" in default and "base_url" in default

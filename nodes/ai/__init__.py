@@ -11,6 +11,7 @@ import os
 import re
 from typing import Any
 
+from runtime.credentials import DEFAULT_KEY_ENV, default_key
 from runtime.message import Message
 from runtime.node import (
     CUSTOM,
@@ -24,7 +25,8 @@ from runtime.node import (
 )
 
 PROVIDERS = ["openai", "anthropic", "scripted"]
-DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+#: What the connection params mean anything for: every provider but scripted.
+_LLM = {"provider": ["openai", "anthropic"]}
 DEFAULT_MODEL = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5", "scripted": "scripted"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Sent when a local OpenAI-compatible server (Ollama, llama.cpp, ...) needs no
@@ -43,35 +45,43 @@ class Agent(Node):
                      "or scripted (plays the turns in 'script'; offline, no key)",
                      choices=PROVIDERS, default="openai", allow=CUSTOM)
     model = Param(str, "Model name; empty: the provider's usual default", default="",
-                  allow=CUSTOM | MESSAGE)
-    base_url = Param(str, "API base URL, e.g. http://127.0.0.1:11434/v1 for Ollama; empty: the "
-                     "provider's own", default="", allow=CUSTOM)
-    api_key_env = Param(str, "Name of the environment variable holding the API key (never the "
-                        "key itself); empty: OPENAI_API_KEY or ANTHROPIC_API_KEY", default="",
-                        allow=CUSTOM)
+                  allow=CUSTOM | MESSAGE, visible_if=_LLM)
     instructions = Param(str, "System instructions", default="", multiline=True,
                          allow=CUSTOM | MESSAGE)
     prompt = Param(str, "What to ask", default="", scope=MESSAGE, path="payload",
                    multiline=True, allow=CUSTOM | MESSAGE)
-    max_turns = Param(int, "Most LLM requests for one message", default=10, allow=CUSTOM)
-    temperature = Param(float, "Sampling temperature; empty: the model's default", optional=True,
-                        allow=CUSTOM)
-    max_tokens = Param(int, "Most tokens per answer", default=1024, allow=CUSTOM)
-    tool_timeout_seconds = Param(float, "Time limit of one tool call; 0: none", default=60.0,
-                                 allow=CUSTOM)
-    max_tool_calls_per_turn = Param(int, "Most tool calls run from one LLM answer; the calls "
-                                    "past it are refused (the model may make them next turn)",
-                                    default=16, allow=CUSTOM)
-    retries = Param(int, "Retries of an LLM request after HTTP 429/5xx or a dropped connection",
-                    default=3, allow=CUSTOM)
-    max_retry_wait_seconds = Param(float, "Longest wait a server may ask for (Retry-After) "
-                                   "before a retry; asked for more, the request fails at once",
-                                   default=60.0, allow=CUSTOM)
-    request_timeout_seconds = Param(float, "Time limit of one LLM request", default=120.0,
-                                    allow=CUSTOM)
     script = Param("json", 'scripted provider: the turns to play, e.g. [{"tool_calls": [{"name": '
                    '"send_email", "arguments": {...}}]}, {"text": "Done"}]', default=[],
-                   allow=CUSTOM)
+                   allow=CUSTOM, visible_if={"provider": ["scripted"]})
+    base_url = Param(str, "API base URL, e.g. http://127.0.0.1:11434/v1 for Ollama; empty: the "
+                     "provider's own", default="", allow=CUSTOM, group="connection",
+                     visible_if=_LLM)
+    api_key = Param("secret", "A stored credential holding the API key (Run > Credentials…); "
+                    "empty: the environment variable below, else a credential named like it "
+                    "(OPENAI_API_KEY) or like the provider (openai)", optional=True,
+                    label="API key", group="connection", visible_if=_LLM)
+    api_key_env = Param(str, "Name of the environment variable holding the API key (never the "
+                        "key itself); empty: OPENAI_API_KEY or ANTHROPIC_API_KEY", default="",
+                        allow=CUSTOM, label="API key variable", group="connection",
+                        visible_if=_LLM)
+    max_turns = Param(int, "Most LLM requests for one message", default=10, allow=CUSTOM,
+                      group="advanced")
+    temperature = Param(float, "Sampling temperature; empty: the model's default", optional=True,
+                        allow=CUSTOM, group="advanced", visible_if=_LLM)
+    max_tokens = Param(int, "Most tokens per answer", default=1024, allow=CUSTOM,
+                       group="advanced", visible_if=_LLM)
+    tool_timeout_seconds = Param(float, "Time limit of one tool call; 0: none", default=60.0,
+                                 allow=CUSTOM, group="advanced")
+    max_tool_calls_per_turn = Param(int, "Most tool calls run from one LLM answer; the calls "
+                                    "past it are refused (the model may make them next turn)",
+                                    default=16, allow=CUSTOM, group="advanced")
+    retries = Param(int, "Retries of an LLM request after HTTP 429/5xx or a dropped connection",
+                    default=3, allow=CUSTOM, group="advanced", visible_if=_LLM)
+    max_retry_wait_seconds = Param(float, "Longest wait a server may ask for (Retry-After) "
+                                   "before a retry; asked for more, the request fails at once",
+                                   default=60.0, allow=CUSTOM, group="advanced", visible_if=_LLM)
+    request_timeout_seconds = Param(float, "Time limit of one LLM request", default=120.0,
+                                    allow=CUSTOM, group="advanced", visible_if=_LLM)
 
     answer = Output(str, "The final answer", path="payload")
     agent = Output("json", "{turns, tool_calls: [{tool, args, status, data|error, ms}], "
@@ -114,20 +124,36 @@ class Agent(Node):
         if kind == "scripted":
             return make_provider("scripted", script=self.script.get())
         base_url = self.base_url.get() or None
-        env = self.api_key_env.get() or DEFAULT_KEY_ENV.get(kind, "")
-        key = os.environ.get(env) if env else None
-        if key:
-            register_secret(key)  # so that no error text or event can show it
-        elif base_url:
-            key = NO_KEY
-        else:
-            raise NodeConfigError(
-                f"api_key_env: environment variable {env} is not set; set it to your {kind} API "
-                f"key (or give a base URL of a local server that needs none)")
+        key = self._api_key(kind, base_url)
         return make_provider(kind, api_key=key, base_url=base_url,
                              retries=max(0, int(self.retries.get())),
                              request_timeout=float(self.request_timeout_seconds.get()),
                              max_retry_wait=max(0.0, float(self.max_retry_wait_seconds.get())))
+
+    def _api_key(self, kind: str, base_url: str | None) -> str:
+        """The key, first found of: the credential the node names, the
+        environment variable it names, the provider's usual variable or a
+        credential named like it; none at all is fine for a local server."""
+        if self.api_key.value is not None:
+            return self.api_key.get()  # resolved (and registered for redaction) by the param
+        env = self.api_key_env.get()
+        if env:
+            key = os.environ.get(env)
+            if not key:
+                raise NodeConfigError(f"api_key_env: environment variable {env} is not set; set "
+                                      f"it to your {kind} API key, or choose a stored credential "
+                                      "as API key")
+            return register_secret(key) or key
+        found = default_key(kind)
+        if found is not None:
+            return register_secret(found[0]) or found[0]
+        if base_url:
+            return NO_KEY
+        env = DEFAULT_KEY_ENV.get(kind, "")
+        raise NodeConfigError(
+            f"api_key: no {kind} API key: environment variable {env} is not set and no "
+            f"credential is named {env} or {kind}; choose a stored credential as API key (Run > "
+            "Credentials…), or give the base URL of a local server that needs none")
 
     def _get_bridge(self):
         if self._bridge is None and self._rt is not None:
