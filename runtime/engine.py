@@ -264,6 +264,7 @@ class Engine:
             params = expand_flow_dir(fnode.params, flow_dir)
             rt.bind(cls(fnode.id, fnode.name or "", params, fnode.outputs, rt))
             self.nodes[fnode.id] = rt
+        self._bind_expressions()
         for index, wire in enumerate(self.flow.wires):
             (src, port), (dst, dport) = wire.source, wire.target
             s, d = self.nodes[src], self.nodes[dst]
@@ -283,6 +284,22 @@ class Engine:
             if rt.spec.type == "core.catch":
                 watched = rt.node.param("nodes").get(None) or []
                 self._catchers.append((rt, frozenset(watched)))
+
+    def _bind_expressions(self) -> None:
+        """Give every template param the run's context: its flow variables
+        (the run resource Set Variable keeps) and the environment less the
+        variables the flow's secrets name. One context per run, made only
+        when the flow has a template."""
+        templates = [bp for rt in self.nodes.values() for p in rt.spec.params
+                     if (bp := rt.node.__dict__.get(p.name)) is not None
+                     and getattr(bp, "expr", None) is not None]
+        if not templates:
+            return
+        from .expressions import ExpressionContext
+
+        context = ExpressionContext.for_run(self.flow, self.registry, self.resource)
+        for bp in templates:
+            bp.expr.context = context
 
     # -- running ------------------------------------------------------------
     async def run(self, timeout: float | None = None) -> RunResult:
@@ -796,11 +813,17 @@ def expand_flow_dir(params: dict[str, ParamValue], flow_dir: str) -> dict[str, P
     """``{flow_dir}`` in a fixed text value is the folder of the flow file
     (the working folder for a flow never saved), so that a flow shipped with
     its data (pages, workbooks) finds them wherever it is copied."""
-    if not any(v.scope is Scope.CUSTOM and isinstance(v.value, str) and FLOW_DIR in v.value
+    fixed = (Scope.CUSTOM, Scope.EXPRESSION)
+    if not any(v.scope in fixed and isinstance(v.value, str) and FLOW_DIR in v.value
                for v in params.values()):
         return params
-    return {k: v.model_copy(update={"value": v.value.replace(FLOW_DIR, flow_dir)})
-            if v.scope is Scope.CUSTOM and isinstance(v.value, str) else v
+    # In a template the folder is literal text, even if its name holds
+    # braces or percent signs that Jinja would read as its own syntax.
+    in_template = flow_dir if not set(flow_dir) & set("{}%#") \
+        else "{% raw %}" + flow_dir + "{% endraw %}"
+    return {k: v.model_copy(update={"value": v.value.replace(
+                FLOW_DIR, flow_dir if v.scope is Scope.CUSTOM else in_template)})
+            if v.scope in fixed and isinstance(v.value, str) else v
             for k, v in params.items()}
 
 

@@ -523,6 +523,16 @@ def check_param_value(spec: ParamSpec, value: Any) -> str | None:
     return None
 
 
+def _fixed_values(params: dict[str, ParamValue]) -> dict[str, ParamValue]:
+    """The params as a node's own check() should see them: a template's text
+    is no fixed value (it is known only per message), so it reads as None,
+    as a message path does."""
+    if not any(v.scope is Scope.EXPRESSION for v in params.values()):
+        return params
+    return {k: v.model_copy(update={"value": None}) if v.scope is Scope.EXPRESSION else v
+            for k, v in params.items()}
+
+
 def output_ports(spec: NodeSpec, registry: Registry, fnode: FlowNode) -> list[str]:
     cls = registry.get(spec.type)
     if cls is not None and spec.dynamic_outputs:
@@ -604,7 +614,12 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                 continue
             field = f"params.{pname}"
             if not pspec.allows(pval.scope):
-                if pval.scope is Scope.AI:
+                if pval.scope is Scope.EXPRESSION:
+                    err("scope 'expression' is not allowed: " + (
+                        "a secret names where it is kept and is never computed" if pspec.secret
+                        else f"the author of {spec.type} did not allow a fixed value for "
+                        f"'{pname}', and a template is one"), fnode.id, field + ".scope")
+                elif pval.scope is Scope.AI:
                     err(f"scope 'ai' is not allowed: the author of {spec.type} did not let the AI "
                         f"set '{pname}' (allowed: {', '.join(s.value for s in pspec.allowed_scopes)})",
                         fnode.id, field + ".scope")
@@ -621,6 +636,12 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                     parse_path(pval.path or "")
                 except (PathError, ValueError) as exc:  # ValueError: int() of 5,000 digits
                     err(f"message path: {exc}", fnode.id, field + ".path")
+            elif pval.scope is Scope.EXPRESSION:
+                from .expressions import problem as expression_problem
+
+                why = expression_problem(pspec, pval.value)
+                if why:
+                    err(why, fnode.id, field + ".value")
         for out_name in fnode.outputs:
             if spec.output(out_name) is None:
                 err(f"unknown output '{out_name}' for {spec.type}", fnode.id, f"outputs.{out_name}")
@@ -629,7 +650,7 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
         cls = registry.get(spec.type)
         if cls is not None:
             try:
-                for field, message in cls.check(fnode.params):
+                for field, message in cls.check(_fixed_values(fnode.params)):
                     err(message, fnode.id, f"params.{field}" if field else None)
             except Exception as exc:  # a node's own check must not hide the others
                 err(f"cannot check params: {exc}", fnode.id, "params")
