@@ -1,0 +1,335 @@
+"""A person in the loop of a tool call: when a call must wait for approval,
+and who decides.
+
+A tool node's approval policy (the flow's ``tool.approval``) says *when*:
+never, always, or when an argument matches a rule (``to`` does not end with
+``@ourcompany.com``, ``amount`` > 100); and which AI arguments a person
+confirms and may edit. Tools whose name or node type looks sensitive (send,
+delete, pay, post, write) ask always unless the designer says otherwise.
+
+An ``Approver`` says *what*: the designer's approval card, a terminal
+prompt, a policy file, or a blanket auto / deny (``switchboard run
+--approve``). Every request and decision is an event, so the inspector, the
+events file and the history show who decided what, and when.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+#: Longest a call may wait for a person, whatever the policy says.
+MAX_WAIT_SECONDS = 7 * 24 * 3600
+DEFAULT_WAIT_SECONDS = 300.0
+MAX_RULES = 50
+
+Op = Literal["equals", "not_equals", "contains", "not_contains", "startswith",
+             "not_startswith", "endswith", "not_endswith", "matches", "not_matches", "in",
+             "not_in", "gt", "ge", "lt", "le", "present"]
+
+_OP_TEXT = {
+    "equals": "is", "not_equals": "is not", "contains": "contains",
+    "not_contains": "does not contain", "startswith": "starts with",
+    "not_startswith": "does not start with", "endswith": "ends with",
+    "not_endswith": "does not end with", "matches": "matches", "not_matches": "does not match",
+    "in": "is one of", "not_in": "is not one of", "gt": ">", "ge": ">=", "lt": "<", "le": "<=",
+    "present": "is given",
+}
+
+
+class Rule(BaseModel):
+    """``arg op value``: true for a call whose argument ``arg`` (a dotted
+    path into the arguments) satisfies it. Text comparisons ignore case; a
+    list argument (several recipients) matches when any item does."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    arg: str = Field(min_length=1, max_length=200)
+    op: Op
+    value: Any = None
+
+    def text(self) -> str:
+        if self.op == "present":
+            return f"{self.arg} is given"
+        return f"{self.arg} {_OP_TEXT[self.op]} {json.dumps(self.value, ensure_ascii=False)}"
+
+    def matches(self, args: dict) -> bool:
+        value = _lookup(args, self.arg)
+        if value is _ABSENT:
+            return False
+        if self.op == "present":
+            return True
+        items = value if isinstance(value, list) else [value]
+        # "to does not end with X" on several recipients: any outside one
+        # is enough to ask (each item is tested with the negated op).
+        return any(self._one(item) for item in items)
+
+    def _one(self, item: Any) -> bool:
+        op, want = self.op, self.value
+        negative = op.startswith("not_")
+        base = op[4:] if negative else op
+        try:
+            if base in ("gt", "ge", "lt", "le"):
+                a, b = float(item), float(want)
+                result = {"gt": a > b, "ge": a >= b, "lt": a < b, "le": a <= b}[base]
+            elif base == "in":
+                wanted = want if isinstance(want, list) else [want]
+                result = _norm(item) in [_norm(w) for w in wanted]
+            elif base == "equals":
+                result = _norm(item) == _norm(want)
+            elif base == "matches":
+                result = re.search(str(want), str(item)) is not None
+            else:
+                a, b = str(item).casefold(), str(want).casefold()
+                result = {"contains": b in a, "startswith": a.startswith(b),
+                          "endswith": a.endswith(b)}[base]
+        except (TypeError, ValueError, re.error):
+            return True  # a value the rule cannot judge is one a person should see
+        return not result if negative else result
+
+
+_ABSENT = object()
+
+
+def _lookup(args: dict, path: str) -> Any:
+    value: Any = args
+    for part in path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return _ABSENT
+    return value
+
+
+def _norm(v: Any) -> Any:
+    return v.casefold() if isinstance(v, str) else v
+
+
+class ApprovalPolicy(BaseModel):
+    """When a tool's calls wait for a person (a tool node's setting)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: never: run at once; always: every call waits; rules: a call waits
+    #: when any rule matches its arguments.
+    mode: Literal["never", "always", "rules"] = "always"
+    rules: list[Rule] = Field(default_factory=list, max_length=MAX_RULES)
+    #: AI arguments a person must confirm, and may edit, before the call
+    #: runs: a call with any of them waits, whatever the mode.
+    confirm: list[str] = Field(default_factory=list, max_length=100)
+    #: How long a call waits for a decision; then it is rejected.
+    timeout_seconds: float = Field(DEFAULT_WAIT_SECONDS, gt=0, le=MAX_WAIT_SECONDS)
+
+    def reason(self, args: dict) -> str | None:
+        """Why this call must wait for a person, or None to run it at once."""
+        if self.mode == "always":
+            return "every call of this tool needs approval"
+        if self.mode == "rules":
+            for rule in self.rules:
+                if rule.matches(args):
+                    return f"rule: {rule.text()}"
+        given = [a for a in self.confirm if a in args]
+        if given:
+            return f"a person confirms {', '.join(given)}"
+        return None
+
+
+# Words in a tool's name or node type that make a call one a person should
+# see before it runs (seed 003's sensitive-tool detection).
+_SENSITIVE = re.compile(
+    r"(^|[._\-\s])(send|mail|email|sms|delete|remove|rm|erase|pay|payment|charge|refund|"
+    r"transfer|purchase|buy|post|publish|tweet|upload|write|overwrite|move|rename|"
+    r"exec|execute|shell|command|drop|truncate|deploy)(?=$|[._\-\s])",
+    re.I)
+
+
+def looks_sensitive(tool_name: str, node_type: str) -> bool:
+    return bool(_SENSITIVE.search(tool_name) or _SENSITIVE.search(node_type))
+
+
+def default_policy(tool_name: str, node_type: str) -> ApprovalPolicy:
+    """The policy of a tool node whose designer set none: always ask for a
+    sensitive-looking tool, never for the rest."""
+    return ApprovalPolicy(mode="always" if looks_sensitive(tool_name, node_type) else "never")
+
+
+# -- requests and decisions --------------------------------------------------
+@dataclass(slots=True)
+class ApprovalRequest:
+    caller_id: str
+    agent: str
+    node: str
+    tool: str
+    args: dict
+    reason: str
+    confirm: list[str]
+    schema: dict
+    timeout: float
+    asked_at: float = field(default_factory=time.time)
+
+
+@dataclass(slots=True)
+class Decision:
+    approved: bool
+    by: str  # "designer", "terminal", "policy:FILE", "auto", "timeout", ...
+    reason: str = ""
+    args: dict | None = None  # the edited arguments, when a person edited them
+    at: float = field(default_factory=time.time)
+
+    @property
+    def kind(self) -> str:
+        if not self.approved:
+            return "timeout" if self.by == "timeout" else "rejected"
+        return "edited" if self.args is not None else "approved"
+
+
+class Approver(Protocol):
+    async def decide(self, request: ApprovalRequest) -> Decision: ...
+
+
+class AutoApprover:
+    """Approves everything (``--approve auto``): for trusted, tested flows."""
+
+    async def decide(self, request: ApprovalRequest) -> Decision:
+        return Decision(True, by="auto")
+
+
+class DenyApprover:
+    """Rejects every call that needs approval (``--approve deny``)."""
+
+    def __init__(self, reason: str = "approval was denied (--approve deny)") -> None:
+        self.reason = reason
+
+    async def decide(self, request: ApprovalRequest) -> Decision:
+        return Decision(False, by="deny", reason=self.reason)
+
+
+class PolicyRule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str = "*"  # a tool name, or * for any
+    when: list[Rule] = Field(default_factory=list, max_length=MAX_RULES)  # all must match
+    decision: Literal["approve", "deny"]
+    reason: str = Field("", max_length=1000)
+
+
+class PolicyFile(BaseModel):
+    """``--approve POLICY.json``: the first rule whose tool and conditions
+    match decides; else ``default``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rules: list[PolicyRule] = Field(default_factory=list, max_length=1000)
+    default: Literal["approve", "deny"] = "deny"
+
+
+class PolicyApprover:
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        try:
+            raw = Path(path).read_bytes()
+            if len(raw) > 1024 * 1024:
+                raise ValueError("over 1 MB")
+            self.policy = PolicyFile.model_validate(json.loads(raw))
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            raise ValueError(f"{path}: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: {exc}") from None
+
+    async def decide(self, request: ApprovalRequest) -> Decision:
+        for i, rule in enumerate(self.policy.rules):
+            if rule.tool not in ("*", request.tool):
+                continue
+            if all(cond.matches(request.args) for cond in rule.when):
+                return Decision(rule.decision == "approve", by=f"policy:{self.path}#{i + 1}",
+                                reason=rule.reason or (
+                                    "" if rule.decision == "approve"
+                                    else f"denied by rule {i + 1} of {self.path}"))
+        return Decision(self.policy.default == "approve", by=f"policy:{self.path}",
+                        reason="" if self.policy.default == "approve"
+                        else f"no rule of {self.path} approves it (default: deny)")
+
+
+class TerminalApprover:
+    """Asks on the controlling terminal (``--approve ask``), one call at a
+    time; with no terminal, rejects saying how to decide instead."""
+
+    NO_TTY = ("approval needed, but there is no terminal to ask on; run with "
+              "--approve auto, --approve deny or --approve POLICY.json")
+
+    def __init__(self, tty_path: str = "/dev/tty") -> None:
+        self.tty_path = tty_path
+        self._lock = threading.Lock()
+
+    async def decide(self, request: ApprovalRequest) -> Decision:
+        return await asyncio.to_thread(self._ask, request)
+
+    def _ask(self, req: ApprovalRequest) -> Decision:
+        try:
+            # Not "r+": a terminal is not seekable, which text mode "r+" needs.
+            fd = os.open(self.tty_path, os.O_RDWR | os.O_NOCTTY)
+        except OSError:
+            return Decision(False, by="terminal", reason=self.NO_TTY)
+        tty = open(fd, "r+b", buffering=0)  # noqa: SIM115 - closed by the with below
+        tty = io.TextIOWrapper(tty, encoding="utf-8", errors="replace", line_buffering=True,
+                               write_through=True)
+        with self._lock, tty:
+            if not tty.isatty():
+                return Decision(False, by="terminal", reason=self.NO_TTY)
+            w = tty.write
+            w(f"\n--- approval needed: tool '{req.tool}' (agent {req.agent}, node {req.node})\n")
+            w(f"    why: {req.reason}\n")
+            for k, v in req.args.items():
+                w(f"    {k} = {json.dumps(v, ensure_ascii=False)[:500]}\n")
+            tty.flush()
+            while True:
+                w("[a]pprove, [e]dit, [r]eject? ")
+                tty.flush()
+                answer = tty.readline().strip().lower()
+                if answer in ("a", "approve", "y", "yes"):
+                    return Decision(True, by="terminal")
+                if answer in ("r", "reject", "n", "no", ""):
+                    w("reason (the LLM sees it): ")
+                    tty.flush()
+                    reason = tty.readline().strip() or "rejected at the terminal"
+                    return Decision(False, by="terminal", reason=reason)
+                if answer in ("e", "edit"):
+                    edited = dict(req.args)
+                    for key in (req.confirm or list(req.args)):
+                        current = json.dumps(edited.get(key), ensure_ascii=False)
+                        w(f"{key} [{current}]: ")
+                        tty.flush()
+                        text = tty.readline().rstrip("\n")
+                        if text.strip():
+                            try:
+                                edited[key] = json.loads(text)
+                            except ValueError:
+                                edited[key] = text
+                    return Decision(True, by="terminal", args=edited)
+
+
+def approver_for(option: str) -> Approver:
+    """The approver ``switchboard run --approve OPTION`` names; ValueError
+    naming the option otherwise."""
+    if option == "ask":
+        return TerminalApprover()
+    if option == "auto":
+        return AutoApprover()
+    if option == "deny":
+        return DenyApprover()
+    if option.endswith(".json") or Path(option).is_file():
+        return PolicyApprover(option)
+    raise ValueError(f"--approve {option!r}: expected ask, auto, deny or a policy .json file")
