@@ -333,3 +333,79 @@ def approver_for(option: str) -> Approver:
     if option.endswith(".json") or Path(option).is_file():
         return PolicyApprover(option)
     raise ValueError(f"--approve {option!r}: expected ask, auto, deny or a policy .json file")
+
+
+# -- asking a person a question (ai.ask_human) ---------------------------------
+@dataclass(slots=True)
+class Reply:
+    answer: str | None  # None: no answer (timeout, no one to ask)
+    by: str
+    reason: str = ""
+
+
+class People:
+    """Who a run asks: for approval of tool calls and for answers
+    (``ai.ask_human``). The CLI makes one from ``--approve``; the designer
+    puts its approval cards and chat panel behind the same two methods.
+    ``engine.people`` holds a run's; ``people_of`` gives the default (the
+    terminal) when none was set."""
+
+    def __init__(self, approver: Approver | None = None, tty_path: str = "/dev/tty") -> None:
+        self.tty_path = tty_path
+        self.approver = approver or TerminalApprover(tty_path)
+        self._lock = threading.Lock()
+
+    async def approve(self, request: ApprovalRequest) -> Decision:
+        """The decision on a call, or a rejection when none came in time."""
+        try:
+            return await asyncio.wait_for(self.approver.decide(request), request.timeout)
+        except TimeoutError:
+            return Decision(False, by="timeout", reason=f"no decision within "
+                                                        f"{request.timeout:g} s; not run")
+
+    async def ask(self, question: str, choices: list[str] | None, *, timeout: float,
+                  node: str = "", agent: str = "") -> Reply:
+        try:
+            return await asyncio.wait_for(
+                asyncio.to_thread(self._ask_terminal, question, choices), timeout)
+        except TimeoutError:
+            return Reply(None, by="timeout", reason=f"no answer within {timeout:g} s")
+
+    def _ask_terminal(self, question: str, choices: list[str] | None) -> Reply:
+        try:
+            fd = os.open(self.tty_path, os.O_RDWR | os.O_NOCTTY)
+        except OSError:
+            return Reply(None, by="terminal", reason="no one to ask: there is no terminal "
+                         "(give the Ask Human node a fixed answer for unattended runs)")
+        raw = open(fd, "r+b", buffering=0)  # noqa: SIM115 - closed below
+        tty = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", line_buffering=True,
+                               write_through=True)
+        with self._lock, tty:
+            if not tty.isatty():
+                return Reply(None, by="terminal", reason="no one to ask: not a terminal")
+            tty.write(f"\n--- the agent asks: {question}\n")
+            if choices:
+                for i, c in enumerate(choices, 1):
+                    tty.write(f"    {i}. {c}\n")
+            while True:
+                tty.write("answer: ")
+                text = tty.readline().strip()
+                if choices and text.isdigit() and 1 <= int(text) <= len(choices):
+                    text = choices[int(text) - 1]
+                if text and (not choices or text in choices):
+                    return Reply(text[:10_000], by="terminal")
+                if choices:
+                    tty.write(f"    pick 1-{len(choices)} or type one of the choices\n")
+
+
+_DEFAULT_PEOPLE: People | None = None
+
+
+def people_of(engine: Any) -> People:
+    global _DEFAULT_PEOPLE
+    people = getattr(engine, "people", None)
+    if people is not None:
+        return people
+    if _DEFAULT_PEOPLE is None:
+        _DEFAULT_PEOPLE = People()
+    return _DEFAULT_PEOPLE
