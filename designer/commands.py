@@ -13,7 +13,7 @@ from typing import Any
 from PySide6.QtGui import QUndoCommand
 
 from runtime.flow import FlowNode, ToolOverride, Wire, parse_flow
-from runtime.spec import ParamValue
+from runtime.spec import ParamValue, Scope
 
 from .document import FlowDocument
 
@@ -249,10 +249,15 @@ def fragment_json(doc: FlowDocument, node_ids: list[str]) -> str:
 
 
 def paste_command(doc: FlowDocument, text: str, offset: tuple[float, float] = (40, 40),
-                  at: tuple[float, float] | None = None) -> Paste | None:
+                  at: tuple[float, float] | None = None, *,
+                  cascade: bool = True) -> Paste | None:
     """A Paste command for flow JSON text, or None if the text is not a flow
-    fragment this registry can take. Ids are renamed to be unique; wires to
-    nodes outside the fragment are dropped."""
+    fragment this registry can take. Ids are renamed to be unique and each
+    copy's name is numbered ("Send Mail 2"); wires to nodes outside the
+    fragment are dropped. Without ``at`` the copy lands ``offset`` from the
+    original; with ``cascade``, as many steps of ``offset`` away as it takes
+    to land on no node (none when the original is gone), so repeated pastes
+    fan out instead of piling up."""
     try:
         data: Any = json.loads(text)
         fragment = parse_flow(data)
@@ -265,8 +270,11 @@ def paste_command(doc: FlowDocument, text: str, offset: tuple[float, float] = (4
         minx = min(n.position[0] for n in nodes)
         miny = min(n.position[1] for n in nodes)
         offset = (at[0] - minx, at[1] - miny)
+    elif cascade:
+        offset = cascade_offset(doc, [n.position for n in nodes], offset)
     renamed: dict[str, str] = {}
     taken = {n.id for n in doc.flow.nodes}
+    labels = {node_label(doc, n) for n in doc.flow.nodes}
     new_nodes = []
     for n in nodes:
         new_id = _fresh_id(n.id, taken)
@@ -274,12 +282,58 @@ def paste_command(doc: FlowDocument, text: str, offset: tuple[float, float] = (4
         renamed[n.id] = new_id
         copy = n.model_copy(deep=True)
         copy.id = new_id
+        label = node_label(doc, n)
+        if label in labels:  # a copy beside its original; a cut one keeps its name
+            copy.name = numbered_name(label, labels)
+        labels.add(copy.name or label)
         copy.position = (n.position[0] + offset[0], n.position[1] + offset[1])
         new_nodes.append(copy)
     new_wires = [Wire.model_validate({"from": [renamed[w.source[0]], w.source[1]],
                                       "to": [renamed[w.target[0]], w.target[1]]})
                  for w in fragment.wires if w.source[0] in renamed and w.target[0] in renamed]
     return Paste(doc, new_nodes, new_wires)
+
+
+#: Two nodes closer than this lie on top of each other, for cascading.
+_SAME_SPOT = 8.0
+_MAX_CASCADE = 100
+
+
+def cascade_offset(doc: FlowDocument, positions: list[tuple[float, float]],
+                   step: tuple[float, float]) -> tuple[float, float]:
+    """The first multiple of ``step`` (from 0: where nothing lies there any
+    more, as after a cut, the copy lands in place) at which none of
+    ``positions`` lands on an existing node's position."""
+    spots = [n.position for n in doc.flow.nodes]
+
+    def clash(dx: float, dy: float) -> bool:
+        return any(abs(x + dx - sx) < _SAME_SPOT and abs(y + dy - sy) < _SAME_SPOT
+                   for x, y in positions for sx, sy in spots)
+
+    k = 0
+    while k < _MAX_CASCADE and clash(step[0] * k, step[1] * k):
+        k += 1
+    return (step[0] * k, step[1] * k)
+
+
+def node_label(doc: FlowDocument, fnode: FlowNode) -> str:
+    """The name a node shows: its own, else its type's human name."""
+    if fnode.name:
+        return fnode.name
+    spec = doc.registry.spec(fnode.type)
+    return spec.name if spec else fnode.type
+
+
+def numbered_name(label: str, taken: set[str]) -> str:
+    """"Send Mail" -> "Send Mail 2" (or the next free number); a name that
+    already ends in a number counts on from its stem ("Ask 2" -> "Ask 3")."""
+    stem, _, tail = label.rpartition(" ")
+    if not (stem and tail.isdigit()):
+        stem = label
+    i = 2
+    while f"{stem} {i}" in taken:
+        i += 1
+    return f"{stem} {i}"
 
 
 def _fresh_id(base: str, taken: set[str]) -> str:
@@ -296,3 +350,47 @@ def new_node(doc: FlowDocument, type_id: str, pos: tuple[float, float]) -> FlowN
     """A fresh FlowNode of a type, with a unique id; params left out take
     their spec defaults."""
     return FlowNode(id=doc.flow.new_id(type_id), type=type_id, position=(pos[0], pos[1]))
+
+
+# -- what a node a user adds starts with ------------------------------------------------
+
+#: A new agent's script when no key is set up: it answers at once, so the
+#: first Run shows something, and the turns editor shows how to go on.
+KEYLESS_SCRIPT = [{"text": "Scripted answer (no API key is set up yet) to: {prompt}"}]
+
+
+def key_configured(provider: str) -> bool:
+    """Whether a key for the provider is stored or in its environment
+    variable (runtime.credentials decides, where it exists)."""
+    try:
+        from runtime.credentials import key_configured as configured
+    except ImportError:
+        configured = None
+    if configured is not None:
+        try:
+            return bool(configured(provider))
+        except Exception:
+            return False
+    import os
+
+    env = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(provider)
+    return bool(env and os.environ.get(env))
+
+
+def starting_params(doc: FlowDocument, type_id: str) -> dict[str, ParamValue]:
+    """Params a node added by the user starts with, beyond its spec's
+    defaults: an AI agent with no key set up for its default provider starts
+    on the scripted provider, so that the flow runs before any key exists."""
+    if type_id != "ai.agent":
+        return {}
+    spec = doc.registry.spec(type_id)
+    if spec is None:
+        return {}
+    params = {p.name: p for p in spec.params}
+    provider = params.get("provider")
+    default = provider.default if provider is not None and provider.has_default else None
+    if provider is None or "script" not in params or default in (None, "scripted") \
+            or key_configured(str(default)):
+        return {}
+    return {"provider": ParamValue(scope=Scope.CUSTOM, value="scripted"),
+            "script": ParamValue(scope=Scope.CUSTOM, value=json.loads(json.dumps(KEYLESS_SCRIPT)))}

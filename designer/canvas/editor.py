@@ -21,6 +21,7 @@ from ..commands import (
     fragment_json,
     new_node,
     paste_command,
+    starting_params,
 )
 from .items import GRID, HEADER_H, NODE_W, snap
 from .scene import FlowScene
@@ -47,6 +48,7 @@ class CanvasEditor(QObject):
         if at is None:
             at = self.view.view_center()
         fnode = new_node(self.doc, type_id, self.node_origin(at))
+        fnode.params.update(starting_params(self.doc, type_id))
         self.doc.undo_stack.push(AddNode(self.doc, fnode))
         self.scene.select_nodes([fnode.id])
         return fnode.id
@@ -89,12 +91,19 @@ class CanvasEditor(QObject):
         return self.paste_text(text, at)
 
     def paste_text(self, text: str, at: QPointF | None = None, label: str = "Paste") -> list[str]:
-        if at is None:
-            at = self.view.cursor_scene_pos()
+        """Paste flow JSON. With ``at`` (the canvas menu's click point) the
+        copy lands there; else a step from its original, cascading past
+        earlier copies, as long as that is in sight; otherwise (pasted from
+        another window, or scrolled away) at the mouse, or the view's
+        centre."""
         origin = None
+        if at is None:
+            cmd = paste_command(self.doc, text, offset=(GRID * 2, GRID * 2))
+            if cmd is not None and not self._in_sight(cmd.nodes):
+                at = self.view.cursor_scene_pos() or self.view.view_center()
         if at is not None:
             origin = (snap(at.x()), snap(at.y())) if self.scene.snap_to_grid else (at.x(), at.y())
-        cmd = paste_command(self.doc, text, at=origin)
+            cmd = paste_command(self.doc, text, at=origin)
         if cmd is None:
             return []
         cmd.setText(label)
@@ -102,6 +111,11 @@ class CanvasEditor(QObject):
         ids = [n.id for n in cmd.nodes]
         self.scene.select_nodes(ids)
         return ids
+
+    def _in_sight(self, nodes) -> bool:
+        seen = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
+        return any(seen.contains(QPointF(n.position[0] + NODE_W / 2,
+                                         n.position[1] + HEADER_H / 2)) for n in nodes)
 
     def duplicate_selection(self) -> list[str]:
         ids = self.scene.selected_node_ids()
