@@ -37,7 +37,7 @@ from . import theme
 
 SERVICE = "switchboard"
 NO_KEY = "(no key)"
-MAX_NAME = 100
+MAX_NAME = 128
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
@@ -67,15 +67,20 @@ def _default_store():
     return credentials
 
 
-def name_problem(name: str) -> str | None:
+def name_problem(name: str, store: Any = None) -> str | None:
+    """Why ``name`` cannot name a credential, or None; the store's own rule
+    (``check_name``) where it has one."""
     if not name:
-        return "Give the credential a name, e.g. openai or smtp-work."
-    if name != name.strip():
-        return "A name does not begin or end with a space."
-    if len(name) > MAX_NAME:
-        return f"A name has at most {MAX_NAME} characters."
-    if not name.isprintable():
-        return "A name is one line of printable characters."
+        return "Give the credential a name, e.g. openai."
+    check = getattr(store, "check_name", None)
+    if check is not None:
+        try:
+            check(name)
+        except Exception as exc:
+            return str(exc)
+        return None
+    if name != name.strip() or len(name) > MAX_NAME or not name.isprintable():
+        return f"A name is one line of at most {MAX_NAME} characters, without spaces around it."
     return None
 
 
@@ -124,9 +129,15 @@ class CredentialsDialog(QDialog):
         self.empty_label.setWordWrap(True)
         self.empty_label.setObjectName("muted")
         left.addWidget(self.empty_label)
+        row = QHBoxLayout()
+        self.replace_button = QPushButton("Replace…", self)
+        self.replace_button.setToolTip("Type a new secret for the selected name")
+        self.replace_button.clicked.connect(lambda: self.start_replace())
         self.delete_button = QPushButton("Delete…", self)
         self.delete_button.clicked.connect(lambda: self.delete_selected())
-        left.addWidget(self.delete_button)
+        row.addWidget(self.replace_button)
+        row.addWidget(self.delete_button)
+        left.addLayout(row)
         body.addLayout(left, 2)
 
         right = QVBoxLayout()
@@ -154,6 +165,12 @@ class CredentialsDialog(QDialog):
         self.secret_edit.textChanged.connect(self._update_form)
         self.name_edit.returnPressed.connect(self.secret_edit.setFocus)
         self.secret_edit.returnPressed.connect(lambda: self.store_entered())
+        self.defaults_note = QLabel(
+            "An agent that names no key uses the one stored as <b>openai</b> (or "
+            "OPENAI_API_KEY), or <b>anthropic</b> for Anthropic.", add_box)
+        self.defaults_note.setWordWrap(True)
+        self.defaults_note.setStyleSheet("color: palette(placeholder-text);")
+        form.addRow(self.defaults_note)
         right.addWidget(add_box)
 
         test_box = QGroupBox("Test connection", self)
@@ -244,17 +261,24 @@ class CredentialsDialog(QDialog):
 
     def _on_current(self, current, previous) -> None:
         if current is not None:
-            # Replacing starts from the selected name; the secret is typed anew.
-            self.name_edit.setText(current.text())
-            self.secret_edit.clear()
             index = self.key_combo.findText(current.text())
             if index >= 0:
                 self.key_combo.setCurrentIndex(index)
         self._update_buttons()
 
+    def start_replace(self) -> None:
+        """The selected name goes into the form; the secret is typed anew."""
+        name = self.chosen_name()
+        if name is None:
+            return
+        self.name_edit.setText(name)
+        self.secret_edit.clear()
+        self.secret_edit.setFocus()
+
     def _update_buttons(self) -> None:
         chosen = self.chosen_name() is not None
         self.delete_button.setEnabled(chosen)
+        self.replace_button.setEnabled(chosen)
         if self.use_button is not None:
             self.use_button.setEnabled(chosen)
 
@@ -263,7 +287,7 @@ class CredentialsDialog(QDialog):
         exists = name in self.stored_names()
         self.store_button.setText("Replace" if exists else "Store")
         self.store_button.setEnabled(bool(name) and bool(self.secret_edit.text()))
-        problem = name_problem(name) if name else None
+        problem = name_problem(name, self.store) if name else None
         self._say(self.form_message, problem or "", error=bool(problem))
 
     def _say(self, label: QLabel, text: str, *, error: bool = False) -> None:
@@ -276,7 +300,8 @@ class CredentialsDialog(QDialog):
         """Store (or replace) the typed name and secret; the secret field is
         emptied either way it ends, so it is never left on screen."""
         name, secret = self.name_edit.text(), self.secret_edit.text()
-        problem = name_problem(name) or (None if secret else "Type the secret to store.")
+        problem = name_problem(name, self.store) or (None if secret
+                                                     else "Type the secret to store.")
         if problem:
             self._say(self.form_message, problem, error=True)
             return False

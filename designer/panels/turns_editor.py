@@ -25,6 +25,7 @@ from typing import Any
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
+    QAbstractItemDelegate,
     QAbstractItemView,
     QComboBox,
     QHBoxLayout,
@@ -241,12 +242,14 @@ class TurnsEditor(QWidget):
 
     def add_turn(self, reply: str = TEXT) -> int:
         """Append a row that starts a new turn; returns its row."""
+        self._finish_editing()
         row = self.table.rowCount()
         self._insert_row(row, reply, "", join=False)
         return self._after_insert(row)
 
     def add_call_to_turn(self) -> int:
         """Add a tool call after the selected row, in the same turn."""
+        self._finish_editing()
         if not self._tool_names:
             return -1
         current = self.current_row()
@@ -270,6 +273,7 @@ class TurnsEditor(QWidget):
         return row
 
     def remove_row(self) -> None:
+        self._finish_editing()
         row = self.current_row()
         if row < 0:
             return
@@ -289,6 +293,7 @@ class TurnsEditor(QWidget):
     def move_row(self, step: int) -> None:
         """Move the selected row up or down one place (a call keeps joining
         the turn it lands in only when there is one above it)."""
+        self._finish_editing()
         row = self.current_row()
         target = row + step
         if row < 0 or not 0 <= target < self.table.rowCount():
@@ -308,6 +313,14 @@ class TurnsEditor(QWidget):
         return rows[0].row() if rows else -1
 
     # -- internals ------------------------------------------------------------------
+    def _finish_editing(self) -> None:
+        """Commit a cell being typed in before rows move under it."""
+        index = self.table.currentIndex()
+        editor = self.table.indexWidget(index) if index.isValid() else None
+        if editor is not None and index.column() == _COL_CONTENT:
+            self.table.commitData(editor)
+            self.table.closeEditor(editor, QAbstractItemDelegate.EndEditHint.NoHint)
+
     def _insert_row(self, row: int, reply: str, content: str, join: bool,
                     turn: dict | None = None, call: dict | None = None) -> None:
         was = self._loading
