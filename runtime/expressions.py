@@ -487,7 +487,10 @@ def compile_template(text: str) -> Compiled:
     except TemplateSyntaxError as exc:
         raise ExpressionError(_syntax_text(exc)) from None
     _check_tree(ast)
-    names = meta.find_undeclared_variables(ast)
+    try:
+        names = meta.find_undeclared_variables(ast)
+    except TemplateSyntaxError as exc:  # an unknown filter or test
+        raise ExpressionError(_syntax_text(exc)) from None
     unknown = sorted(n for n in names if n not in ROOTS and n not in env.globals)
     if unknown:
         name = unknown[0]

@@ -67,7 +67,9 @@ MAX_TOOL_CALLS_PER_TURN = 16
 def ai_params(spec: NodeSpec, fnode: FlowNode) -> list[tuple[Any, Any]]:
     """(ParamSpec, setting or None) of every param whose scope is ``ai``,
     in spec order. A param whose author did not allow AI never counts, even
-    if a (hand-edited, unvalidated) flow says ``ai``."""
+    if a (hand-edited, unvalidated) flow says ``ai``. A template param (scope
+    ``expression``) is the designer's like a fixed one: it is never listed,
+    so a call that names it is refused as an unknown argument."""
     out = []
     for p in spec.params:
         setting = fnode.params.get(p.name)
