@@ -60,12 +60,12 @@ def _positive(params: dict, name: str, low: float, high: float, problems: list) 
         problems.append((name, f"{name} must be between {low:g} and {high:g}"))
 
 
-def _session_param() -> Param:
-    return Param(str, SESSION_HELP, default="main", allow=CUSTOM)
+def _session_param(group: str = "advanced") -> Param:
+    return Param(str, SESSION_HELP, default="main", allow=CUSTOM, group=group)
 
 
 def _timeout_param(default: float = DEFAULT_TIMEOUT, text: str = TIMEOUT_HELP) -> Param:
-    return Param(float, text, default=default, allow=CUSTOM)
+    return Param(float, text, default=default, allow=CUSTOM, group="advanced")
 
 
 class BrowserNode(Node):
@@ -223,7 +223,7 @@ def _policy_params() -> tuple[Param, Param]:
                   "Empty: any host for plain messages, none as an agent's tool",
                   default="", allow=CUSTOM)
     base = Param(str, "Folder that file:// URLs may read from; empty: file URLs are refused",
-                 default="", allow=CUSTOM)
+                 default="", allow=CUSTOM, group="advanced")
     return hosts, base
 
 
@@ -285,10 +285,10 @@ class OpenBrowser(BrowserNode):
     headless = Param(bool, "Run without a window (needed on a server or in CI)", default=True,
                      allow=CUSTOM)
     viewport = Param(str, "Page size in CSS pixels, WIDTHxHEIGHT", default="1280x800",
-                     allow=CUSTOM)
+                     allow=CUSTOM, group="advanced")
     executable = Param(str, "Chromium to drive (nothing is downloaded); the environment "
                        "variable SWITCHBOARD_CHROMIUM overrides it",
-                       default=DEFAULT_EXECUTABLE, allow=CUSTOM)
+                       default=DEFAULT_EXECUTABLE, allow=CUSTOM, group="advanced")
     allowed_hosts, file_base_dir = _policy_params()
     session = _session_param()
     timeout_seconds = _timeout_param(30.0, "Longest wait for the browser to start and the "
@@ -437,9 +437,9 @@ def _reader_params() -> tuple[Param, Param, Param, Param, Param]:
     return (Param(str, "first: the first match's value; all: a list, one per match",
                   choices=["first", "all"], default="first", allow=AI | CUSTOM | MESSAGE),
             Param(int, "Longest value returned, in characters; longer ones are cut and end "
-                  "with …", default=DEFAULT_MAX_CHARS, allow=CUSTOM),
+                  "with …", default=DEFAULT_MAX_CHARS, allow=CUSTOM, group="advanced"),
             Param(int, "Most matches returned with 'all'; 'count' still says how many there "
-                  "were", default=DEFAULT_MAX_MATCHES, allow=CUSTOM),
+                  "were", default=DEFAULT_MAX_MATCHES, allow=CUSTOM, group="advanced"),
             _session_param(), _timeout_param())
 
 
@@ -668,7 +668,7 @@ class CloseBrowser(BrowserNode):
     session starts it again (with the settings of its Open Browser). Every
     session is also closed when the run ends, whatever happens."""
 
-    session = _session_param()
+    session = _session_param(group="")  # its only param: in view
 
     async def on_message(self, msg: Message) -> None:
         session = self._session()

@@ -34,23 +34,24 @@ _UNREAD = object()
 def base_folder_param() -> Param:
     return Param(str, "The folder paths are relative to, and the only place a path from the AI "
                  "can reach; empty: the 'files' folder in Switchboard's data folder. A relative "
-                 "folder is taken inside that one", default="", allow=CUSTOM)
+                 "folder is taken inside that one", default="", allow=CUSTOM, group="advanced")
 
 
 def allow_absolute_param() -> Param:
     return Param(bool, "Accept an absolute path that the designer set or that the message "
                  "holds. A path from the AI is always kept inside the base folder, whatever "
-                 "this says", default=True, allow=CUSTOM)
+                 "this says", default=True, allow=CUSTOM, group="advanced")
 
 
 def encoding_param(default: str = "utf-8") -> Param:
     return Param(str, "Text encoding, e.g. utf-8, utf-8-sig (skips or writes a byte order "
-                 "mark), latin-1, cp1252", default=default, allow=CUSTOM | MESSAGE)
+                 "mark), latin-1, cp1252", default=default, allow=CUSTOM | MESSAGE,
+                 group="advanced")
 
 
 def create_folders_param() -> Param:
     return Param(bool, "Create missing folders on the way to the file", default=True,
-                 allow=CUSTOM)
+                 allow=CUSTOM, group="advanced")
 
 
 def mode_param(description: str, choices: list[str], default: str) -> Param:

@@ -81,9 +81,9 @@ class ReadCsv(FileNode):
                    allow=AI | CUSTOM | MESSAGE)
     encoding = encoding_param("utf-8-sig")
     max_rows = Param(int, "Most rows read; a longer file is refused", default=DEFAULT_MAX_ROWS,
-                     allow=CUSTOM)
+                     allow=CUSTOM, group="advanced")
     max_bytes = Param(int, "Largest file read, in bytes; a bigger one is refused unread",
-                      default=DEFAULT_MAX_CSV_BYTES, allow=CUSTOM)
+                      default=DEFAULT_MAX_CSV_BYTES, allow=CUSTOM, group="advanced")
     base_folder = base_folder_param()
     allow_absolute = allow_absolute_param()
 
@@ -184,7 +184,7 @@ class WriteCsv(FileNode):
     encoding = encoding_param()
     create_folders = create_folders_param()
     max_rows = Param(int, "Most rows one message may write; more is refused before the file "
-                     "is touched", default=DEFAULT_MAX_ROWS, allow=CUSTOM)
+                     "is touched", default=DEFAULT_MAX_ROWS, allow=CUSTOM, group="advanced")
     base_folder = base_folder_param()
     allow_absolute = allow_absolute_param()
 

@@ -168,9 +168,10 @@ class ReadExcel(FileNode):
                        "from 1; the rows above it are skipped. 0: no header, rows are lists",
                        default=1, allow=AI | CUSTOM | MESSAGE)
     max_rows = Param(int, "Most rows read; a longer sheet or range is refused",
-                     default=DEFAULT_MAX_ROWS, allow=CUSTOM)
+                     default=DEFAULT_MAX_ROWS, allow=CUSTOM, group="advanced")
     max_bytes = Param(int, "Largest workbook read, in bytes (and most a part of it loaded "
-                      "whole may unpack to)", default=DEFAULT_MAX_XLSX_BYTES, allow=CUSTOM)
+                      "whole may unpack to)", default=DEFAULT_MAX_XLSX_BYTES, allow=CUSTOM,
+                      group="advanced")
     base_folder = base_folder_param()
     allow_absolute = allow_absolute_param()
 
@@ -315,12 +316,12 @@ class WriteExcel(FileNode):
                       "exists", EXCEL_MODES, "append")
     formulas = Param(bool, "Write text that starts with '=' as a formula. Off: as text, so that "
                      "data from the AI or a message cannot become a formula", default=False,
-                     allow=CUSTOM)
+                     allow=CUSTOM, group="advanced")
     create_folders = create_folders_param()
     max_rows = Param(int, "Most rows one message may write; more is refused before the file "
-                     "is touched", default=DEFAULT_MAX_ROWS, allow=CUSTOM)
+                     "is touched", default=DEFAULT_MAX_ROWS, allow=CUSTOM, group="advanced")
     max_bytes = Param(int, "Largest existing workbook opened to append to, in bytes",
-                      default=DEFAULT_MAX_XLSX_BYTES, allow=CUSTOM)
+                      default=DEFAULT_MAX_XLSX_BYTES, allow=CUSTOM, group="advanced")
     base_folder = base_folder_param()
     allow_absolute = allow_absolute_param()
 

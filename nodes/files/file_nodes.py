@@ -65,7 +65,7 @@ class ReadFile(FileNode):
                    default="text", allow=AI | CUSTOM | MESSAGE)
     encoding = encoding_param()
     max_bytes = Param(int, "Largest file read, in bytes; a bigger one is refused unread",
-                      default=DEFAULT_MAX_BYTES, allow=CUSTOM)
+                      default=DEFAULT_MAX_BYTES, allow=CUSTOM, group="advanced")
     base_folder = base_folder_param()
     allow_absolute = allow_absolute_param()
 
@@ -146,7 +146,7 @@ class WriteFile(FileNode):
     encoding = encoding_param()
     create_folders = create_folders_param()
     max_bytes = Param(int, "Most bytes one message may write; more is refused before the file "
-                      "is touched", default=DEFAULT_MAX_BYTES, allow=CUSTOM)
+                      "is touched", default=DEFAULT_MAX_BYTES, allow=CUSTOM, group="advanced")
     base_folder = base_folder_param()
     allow_absolute = allow_absolute_param()
 
@@ -243,7 +243,7 @@ class ListFiles(FileNode):
     recursive = Param(bool, "Also list what the subfolders hold, at any depth", default=False,
                       scope=AI, allow=AI | CUSTOM | MESSAGE)
     max_entries = Param(int, "Most entries listed; more matches are refused (narrow the glob)",
-                        default=DEFAULT_MAX_ENTRIES, allow=CUSTOM)
+                        default=DEFAULT_MAX_ENTRIES, allow=CUSTOM, group="advanced")
     base_folder = base_folder_param()
     allow_absolute = allow_absolute_param()
 

@@ -75,35 +75,41 @@ class HttpRequest(Node):
                       choices=BODY_TYPES, default="json", allow=CUSTOM | MESSAGE)
     body = Param("json", "The request body (json: any value; text: text; form: an object of "
                  "fields); empty sends no body", default=None, optional=True, path="payload",
-                 allow=AI | CUSTOM | MESSAGE)
+                 allow=AI | CUSTOM | MESSAGE, visible_if={"body_type": ["json", "text", "form"]})
     body_file = Param(str, "body_type file: the path of the file to send", default="",
-                      allow=CUSTOM | MESSAGE)
+                      allow=CUSTOM | MESSAGE, visible_if={"body_type": ["file"]})
     auth = Param(str, "Authentication: none; basic (username and password); bearer (token)",
-                 choices=["none", "basic", "bearer"], default="none", allow=CUSTOM)
-    username = Param(str, "Basic auth: the user name", default="", allow=CUSTOM | MESSAGE)
+                 choices=["none", "basic", "bearer"], default="none", allow=CUSTOM,
+                 group="authentication")
+    username = Param(str, "Basic auth: the user name", default="", allow=CUSTOM | MESSAGE,
+                     group="authentication", visible_if={"auth": ["basic"]})
     password = Param("secret", "Basic auth: the password, as an environment variable or "
-                     "keyring entry", optional=True)
+                     "keyring entry", optional=True,
+                     group="authentication", visible_if={"auth": ["basic"]})
     token = Param("secret", "Bearer auth: the token, as an environment variable or keyring "
-                  "entry", optional=True)
+                  "entry", optional=True, group="authentication", visible_if={"auth": ["bearer"]})
     response_as = Param(str, "How the response body is read: auto (JSON when the server says "
                         "it is JSON, else text); json; text; file (written to response_file)",
                         choices=RESPONSE_AS, default="auto", allow=CUSTOM | MESSAGE)
     response_file = Param(str, "response_as file: where to write the body (replaced if it "
-                          "exists)", default="", allow=CUSTOM | MESSAGE)
+                          "exists)", default="", allow=CUSTOM | MESSAGE,
+                          visible_if={"response_as": ["file"]})
     fail_on_error_status = Param(bool, "Treat a 4xx or 5xx status as an error (off: it is a "
                                  "normal result, read from status)", default=False,
-                                 allow=CUSTOM)
+                                 allow=CUSTOM, group="advanced")
     timeout_seconds = Param(float, "Most seconds one request may take, redirects and reading "
-                            "the body included", default=DEFAULT_TIMEOUT, allow=CUSTOM)
+                            "the body included", default=DEFAULT_TIMEOUT, allow=CUSTOM,
+                            group="advanced")
     follow_redirects = Param(bool, f"Follow redirects (at most {MAX_REDIRECTS})", default=True,
-                             allow=CUSTOM)
+                             allow=CUSTOM, group="advanced")
     verify_tls = Param(bool, "Check the server's TLS certificate (turn off only for a test "
-                       "server you trust)", default=True, allow=CUSTOM)
+                       "server you trust)", default=True, allow=CUSTOM, group="advanced")
     max_response_bytes = Param(int, "Largest response body read; a longer one is cut off "
                                "with an error", default=DEFAULT_MAX_RESPONSE_BYTES,
-                               allow=CUSTOM)
+                               allow=CUSTOM, group="advanced")
     max_concurrent = Param(int, "Most requests this node has open at once; later messages "
-                           "wait their turn", default=DEFAULT_MAX_CONCURRENT, allow=CUSTOM)
+                           "wait their turn", default=DEFAULT_MAX_CONCURRENT, allow=CUSTOM,
+                           group="advanced")
     allowed_hosts = Param(str, "Hosts this node may reach, comma-separated (example.com, "
                           "api.example.com:8443, *.example.com). Empty: any host for plain "
                           "messages, none as an agent's tool", default="", allow=CUSTOM)

@@ -165,20 +165,24 @@ class Webhook(Node):
     method = Param(str, "The HTTP method accepted (ANY: every method); others get 405",
                    choices=METHODS, default="POST", allow=CUSTOM)
     host = Param(str, "The address to listen on: 127.0.0.1 only this machine; 0.0.0.0 every "
-                 "network (then set a secret)", default="127.0.0.1", allow=CUSTOM)
+                 "network (then set a secret)", default="127.0.0.1", allow=CUSTOM,
+                 group="connection")
     port = Param(int, "The port to listen on; 0: any free port (the status shows which)",
-                 default=DEFAULT_PORT, allow=CUSTOM)
+                 default=DEFAULT_PORT, allow=CUSTOM, group="connection")
     response_timeout_seconds = Param(float, "Seconds a request waits for an HTTP Response "
                                      "node before it is answered 504",
-                                     default=DEFAULT_RESPONSE_TIMEOUT, allow=CUSTOM)
+                                     default=DEFAULT_RESPONSE_TIMEOUT, allow=CUSTOM,
+                                     group="advanced")
     secret_header = Param(str, "A header every request must carry with the secret's value, "
-                          "e.g. X-Webhook-Secret; empty: no check", default="", allow=CUSTOM)
+                          "e.g. X-Webhook-Secret; empty: no check", default="", allow=CUSTOM,
+                          group="connection")
     secret = Param("secret", "The value secret_header must hold, as an environment variable "
-                   "or keyring entry; a request without it gets 401", optional=True)
+                   "or keyring entry; a request without it gets 401", optional=True,
+                   group="connection")
     max_body_bytes = Param(int, "Largest request body accepted; larger gets 413",
-                           default=DEFAULT_MAX_BODY, allow=CUSTOM)
+                           default=DEFAULT_MAX_BODY, allow=CUSTOM, group="advanced")
     max_pending = Param(int, "Most requests waiting for their answer at once; more get 503",
-                        default=DEFAULT_MAX_PENDING, allow=CUSTOM)
+                        default=DEFAULT_MAX_PENDING, allow=CUSTOM, group="advanced")
 
     @classmethod
     def check(cls, params):
@@ -501,12 +505,12 @@ class HttpResponse(Node):
 
     status = Param(int, "The HTTP status code", default=200, allow=CUSTOM | MESSAGE)
     headers = Param("json", "Response headers as an object, {\"Name\": \"value\"}", default={},
-                    allow=CUSTOM | MESSAGE)
+                    allow=CUSTOM | MESSAGE, group="advanced")
     body = Param("json", "The response body", scope=MESSAGE, path="payload",
                  allow=CUSTOM | MESSAGE, optional=True)
     body_type = Param(str, "auto: text as is, anything else as JSON; json: always JSON; "
                       "text: always text", choices=["auto", "json", "text"], default="auto",
-                      allow=CUSTOM | MESSAGE)
+                      allow=CUSTOM | MESSAGE, group="advanced")
 
     @classmethod
     def check(cls, params):

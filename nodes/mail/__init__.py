@@ -51,17 +51,22 @@ class SendMail(Node):
     delivery = Param(str, "smtp: send through the SMTP server; outbox: write an .eml file to the "
                      "outbox folder instead (no server needed)", choices=["smtp", "outbox"],
                      default="smtp", allow=CUSTOM)
-    smtp_host = Param(str, "SMTP server", default="localhost", allow=CUSTOM | MESSAGE)
-    smtp_port = Param(int, "SMTP port", default=25, allow=CUSTOM | MESSAGE)
-    username = Param(str, "SMTP user name; empty: no login", default="", allow=CUSTOM | MESSAGE)
-    password = Param("secret", "SMTP password: an environment variable or keyring entry",
-                     optional=True)
-    starttls = Param(bool, "Upgrade the connection with STARTTLS", default=False, allow=CUSTOM)
     outbox_dir = Param(str, "Folder for outbox delivery; empty: 'outbox' in Switchboard's data "
-                       "folder", default="", allow=CUSTOM)
+                       "folder", default="", allow=CUSTOM, visible_if={"delivery": ["outbox"]})
+    # The server: meaningless, and hidden, while mail goes to the outbox.
+    smtp_host = Param(str, "SMTP server", default="localhost", allow=CUSTOM | MESSAGE,
+                      group="connection", visible_if={"delivery": ["smtp"]})
+    smtp_port = Param(int, "SMTP port", default=25, allow=CUSTOM | MESSAGE,
+                      group="connection", visible_if={"delivery": ["smtp"]})
+    username = Param(str, "SMTP user name; empty: no login", default="", allow=CUSTOM | MESSAGE,
+                     group="connection", visible_if={"delivery": ["smtp"]})
+    password = Param("secret", "SMTP password: an environment variable or keyring entry",
+                     optional=True, group="connection", visible_if={"delivery": ["smtp"]})
+    starttls = Param(bool, "Upgrade the connection with STARTTLS", default=False, allow=CUSTOM,
+                     group="connection", visible_if={"delivery": ["smtp"]})
     max_recipients = Param(int, "Most recipients (to and cc together) of one mail; more is "
                            "refused before any address is parsed",
-                           default=DEFAULT_MAX_RECIPIENTS, allow=CUSTOM)
+                           default=DEFAULT_MAX_RECIPIENTS, allow=CUSTOM, group="advanced")
 
     message_id = Output(str, "Message-ID of the sent mail", path="message_id")
     accepted = Output("json", "Recipients the server accepted", path="accepted")

@@ -70,16 +70,18 @@ class ReadMail(Node):
 
     concurrency = 1  # two reads of one mailbox at once would both see the same unseen mails
 
-    host = Param(str, "IMAP server host name", default="localhost", allow=CUSTOM | MESSAGE)
+    host = Param(str, "IMAP server host name", default="localhost", allow=CUSTOM | MESSAGE,
+                 group="connection")
     port = Param(int, "IMAP port; 0: the usual one for the TLS mode (993 for ssl, else 143)",
-                 default=0, allow=CUSTOM | MESSAGE)
+                 default=0, allow=CUSTOM | MESSAGE, group="connection")
     tls = Param(str, "ssl: TLS from the start (port 993); starttls: upgrade a plain "
                 "connection (port 143); none: no encryption, the password crosses the "
                 "network readable (only for a server on this machine)",
-                choices=["ssl", "starttls", "none"], default="ssl", allow=CUSTOM)
-    username = Param(str, "IMAP user name", default="", allow=CUSTOM | MESSAGE)
+                choices=["ssl", "starttls", "none"], default="ssl", allow=CUSTOM,
+                group="connection")
+    username = Param(str, "IMAP user name", default="", allow=CUSTOM | MESSAGE, group="connection")
     password = Param("secret", "IMAP password: an environment variable or keyring entry",
-                     optional=True)
+                     optional=True, group="connection")
     folder = Param(str, "Mailbox folder to read, e.g. INBOX or Archive/2025", default="INBOX",
                    allow=AI | CUSTOM | MESSAGE)
     search = Param(str, "IMAP search criteria (RFC 3501): UNSEEN, ALL, FROM \"a@example.com\", "
@@ -98,13 +100,14 @@ class ReadMail(Node):
                                default="", allow=CUSTOM)
     max_attachment_bytes = Param(int, "Largest attachment saved; a bigger one is listed with "
                                  "'skipped' instead", default=DEFAULT_MAX_ATTACHMENT_BYTES,
-                                 allow=CUSTOM)
+                                 allow=CUSTOM, group="advanced")
     max_message_bytes = Param(int, "Largest mail downloaded; of a bigger one only the headers "
-                              "are read", default=DEFAULT_MAX_MESSAGE_BYTES, allow=CUSTOM)
+                              "are read", default=DEFAULT_MAX_MESSAGE_BYTES, allow=CUSTOM,
+                              group="advanced")
     max_body_chars = Param(int, "Characters kept of the text and of the HTML body; the rest is "
-                           "cut", default=DEFAULT_MAX_BODY_CHARS, allow=CUSTOM)
+                           "cut", default=DEFAULT_MAX_BODY_CHARS, allow=CUSTOM, group="advanced")
     timeout_seconds = Param(float, "Time limit of each network operation", default=DEFAULT_TIMEOUT,
-                            allow=CUSTOM)
+                            allow=CUSTOM, group="advanced")
 
     mails = Output("json", "Each: one mail {subject, from, to, cc, date, text, html, "
                    "message_id, attachments: [{filename, path, size, content_type}]}; "

@@ -47,10 +47,11 @@ class FileWatch(Node):
                      "already in the folder (a backlog to work through), then watch",
                      default=False, allow=CUSTOM)
     settle_seconds = Param(float, "Quiet time before changes are reported (debounce), "
-                           f"{MIN_SETTLE:g}-{MAX_SETTLE:g}", default=0.5, allow=CUSTOM)
+                           f"{MIN_SETTLE:g}-{MAX_SETTLE:g}", default=0.5, allow=CUSTOM,
+                           group="advanced")
     max_changes = Param(int, "Most messages sent for one group of changes; more are dropped "
                         "with a warning (a folder emptied of 100,000 files is not 100,000 "
-                        "messages)", default=DEFAULT_MAX_CHANGES, allow=CUSTOM)
+                        "messages)", default=DEFAULT_MAX_CHANGES, allow=CUSTOM, group="advanced")
 
     @classmethod
     def check(cls, params):

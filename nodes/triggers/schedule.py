@@ -48,11 +48,11 @@ class Schedule(Node):
                      allow=CUSTOM)
     payload = Param("json", "The payload of each message; empty: {fired_at, scheduled_for}",
                     optional=True, allow=CUSTOM)
-    topic = Param(str, "The topic of each message", default="", allow=CUSTOM)
+    topic = Param(str, "The topic of each message", default="", allow=CUSTOM, group="advanced")
     fire_at_start = Param(bool, "Also fire once as soon as the run starts", default=False,
                           allow=CUSTOM)
     count = Param(int, "Stop after this many messages; 0: until the run is stopped", default=0,
-                  allow=CUSTOM)
+                  allow=CUSTOM, group="advanced")
 
     # -- checks and previews (no running node needed) -----------------------------------
     @classmethod
