@@ -669,7 +669,10 @@ class Expression:
 
     def render(self, msg: Mapping | None) -> Any:
         """The value for ``msg``; None when the template gives none (then
-        the param's default applies, as for an unset fixed value)."""
+        the param's default applies, as for an unset fixed value): a blank
+        template, a null, or blank text for a param that is not text."""
+        if not self.compiled.text.strip():
+            return None
         try:
             return coerce(self.render_raw(msg), self.spec)
         except _Bound as exc:
@@ -745,9 +748,10 @@ _FALSE = {"false", "no", "off", "0"}
 def coerce(value: Any, spec: ParamSpec) -> Any:
     """A template's value as the param's type. None stays None (the
     param's default applies). Raises _Bound with what was wrong."""
-    if value is None:
-        return None
     t = spec.type
+    if value is None or (isinstance(value, str) and not value.strip()
+                         and t not in (ParamType.STR, ParamType.SECRET)):
+        return None
     if t in (ParamType.STR, ParamType.ENUM, ParamType.SECRET):
         if isinstance(value, str):
             text = value

@@ -135,6 +135,11 @@ def test_none_means_not_set_and_the_params_default_applies():
                                                         value="{{ msg.payload.none }}")})
     assert n.greeting.get({"payload": {"none": None}}) == "Hi"
     assert n.greeting.get({"payload": {"none": "Yo"}}) == "Yo"
+    blank = WithDefault("b", params={"greeting": ParamValue(scope=Scope.EXPRESSION, value=" ")})
+    assert blank.greeting.get({}) == "Hi"
+    # Blank text is no number: for a typed param it means "not set" too.
+    assert render("{{ msg.payload.missing | default('') }}", MSG, "int") is None
+    assert render("{{ '' }}", MSG, "str") == ""
 
 
 def test_a_template_is_compiled_once_per_text_not_per_message():
@@ -433,3 +438,21 @@ def test_the_docs_example_runs_with_switchboard_run(tmp_path):
     ann = next(m for m in mails if "A-1001" in m)
     assert "Hello Ann,\n\nyour order A-1001 is on its way:\n  - Desk lamp\n  - Ergonomic " \
            "chair\n\nBest regards,\nNorthwind Shop" in ann.replace("\r\n", "\n")
+
+
+async def test_a_template_param_of_a_node_run_out_of_process_is_rendered_by_the_host():
+    """settings.out_of_process: the core package runs in a plugin process;
+    the host renders the template (scopes are resolved host-side) and the
+    plugin gets the value."""
+    nodes = [N("src", "core.inject", payload={"name": "Ann"}),
+             N("set", "core.set_variable", variable="v", value=E("Hi {{ msg.payload.name }}")),
+             N("get", "core.get_variable", variable="v"),
+             N("show", "core.debug")]
+    flow = make_flow(nodes, ["src->set", "set->get", "get->show"])
+    flow.settings.out_of_process = ["core"]
+    r = await run_flow(flow, reg=Registry.default())
+    assert r.result.status == "ok", r.of("node.error")
+    assert r.debug("show") == ["Hi Ann"]
+    from runtime.plugin.host import RemoteNode
+
+    assert isinstance(r.node("set"), RemoteNode)
