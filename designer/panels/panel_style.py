@@ -4,8 +4,21 @@ form is made of."""
 
 from __future__ import annotations
 
-from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QMouseEvent, QPalette
+from PySide6.QtWidgets import (
+    QAbstractScrollArea,
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from .param_editors import AI_COLOR, MESSAGE_COLOR
 
@@ -68,6 +81,16 @@ QLabel#chipAi {{ background: {ai_soft}; color: {ai_text}; border-radius: 4px;
     padding: 1px 6px; }}
 QLabel#chipMessage {{ background: {msg_soft}; border-radius: 4px; padding: 1px 6px; }}
 QLabel#emptyTitle {{ font-size: 15px; font-weight: 600; }}
+QFrame#sectionHeader {{ border-top: 1px solid palette(mid); }}
+QToolButton#sectionToggle {{ border: none; background: transparent; padding: 6px 0px 2px 0px;
+    color: palette(window-text); font-size: 11px; font-weight: 600; letter-spacing: 0.5px;
+    text-align: left; }}
+QToolButton#sectionToggle:hover {{ color: palette(highlight); }}
+QToolButton#sectionToggle:focus {{ color: palette(highlight); }}
+QLabel#sectionSummary {{ color: palette(placeholder-text); font-size: 11px; padding-top: 4px; }}
+QLabel#sectionMarker {{ color: {error}; font-size: 11px; padding-top: 4px; }}
+QLabel#hiddenNote {{ color: palette(placeholder-text); font-size: 11px; font-style: italic; }}
+QToolButton#credentialsButton {{ padding: 2px 8px; }}
 QLabel#pluginTag {{ color: palette(placeholder-text); border: 1px solid palette(mid);
     border-radius: 4px; padding: 0px 5px; font-size: 11px; }}
 """
@@ -93,3 +116,136 @@ def label(text: str, name: str, parent: QWidget, *, wrap: bool = True) -> QLabel
     label.setObjectName(name)
     label.setWordWrap(wrap)
     return label
+
+
+class _SectionHeader(QFrame):
+    """The clickable title line of a CollapsibleSection: a click anywhere on
+    it, not only on the title, opens or closes the section."""
+
+    clicked = Signal()
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        if event.button() == Qt.MouseButton.LeftButton and self.rect().contains(
+                event.position().toPoint()):
+            self.clicked.emit()
+        super().mouseReleaseEvent(event)
+
+
+class CollapsibleSection(QWidget):
+    """A titled part of the form that one click opens or closes. The header
+    keeps a short summary (and any problem inside) in view while closed, so a
+    closed section never hides that something in it needs attention."""
+
+    toggled = Signal(bool)
+
+    def __init__(self, title: str, parent: QWidget, *, opened: bool = False) -> None:
+        super().__init__(parent)
+        self.setObjectName("collapsibleSection")
+        self.title = title
+        self.header = _SectionHeader(self)
+        self.header.setObjectName("sectionHeader")
+        self.header.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.toggle = QToolButton(self.header)
+        self.toggle.setObjectName("sectionToggle")
+        self.toggle.setCheckable(True)
+        self.toggle.setAutoRaise(True)
+        self.toggle.setFocusPolicy(Qt.FocusPolicy.TabFocus)
+        self.toggle.setCursor(Qt.CursorShape.PointingHandCursor)
+        # Both wrap rather than widen a narrow dock.
+        self.summary = QLabel(self.header)
+        self.summary.setObjectName("sectionSummary")
+        self.summary.setWordWrap(True)
+        self.summary.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.marker = QLabel(self.header)
+        self.marker.setObjectName("sectionMarker")
+        self.marker.setWordWrap(True)
+        self.marker.hide()
+        head = QHBoxLayout(self.header)
+        head.setContentsMargins(0, 2, 0, 0)
+        head.setSpacing(8)
+        head.addWidget(self.toggle, 0)
+        head.addStretch(1)
+        head.addWidget(self.marker, 0)
+        head.addWidget(self.summary, 1)
+        self.body = QWidget(self)
+        self.body_layout = QVBoxLayout(self.body)
+        self.body_layout.setContentsMargins(0, 2, 0, 4)
+        self.body_layout.setSpacing(10)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 6, 0, 0)
+        layout.setSpacing(4)
+        layout.addWidget(self.header)
+        layout.addWidget(self.body)
+        self.toggle.clicked.connect(lambda on: self.set_open(on, user=True))
+        self.header.clicked.connect(lambda: self.set_open(not self.is_open(), user=True))
+        self.set_open(opened)
+
+    def add(self, widget: QWidget) -> None:
+        self.body_layout.addWidget(widget)
+
+    def is_open(self) -> bool:
+        return self._open
+
+    def set_open(self, on: bool, *, user: bool = False) -> None:
+        changed = on != getattr(self, "_open", None)
+        self._open = on
+        self.toggle.setChecked(on)
+        self.toggle.setText(("▾  " if on else "▸  ") + self.title.upper())
+        self.toggle.setToolTip(f"{'Close' if on else 'Open'} {self.title}")
+        self.body.setVisible(on)
+        if user and changed:
+            self.toggled.emit(on)
+
+    def set_summary(self, text: str) -> None:
+        if self.summary.text() != text:
+            self.summary.setText(text)
+
+    def set_marker(self, text: str) -> None:
+        """A problem inside, shown on the header whether open or closed."""
+        if self.marker.text() != text:
+            self.marker.setText(text)
+        self.marker.setVisible(bool(text))
+
+
+class WheelGuard(QObject):
+    """The mouse wheel scrolls the panel, not an inner editor the pointer
+    happens to pass over: a text box, a JSON box or a combo box gets the
+    wheel only while it has focus. Without this, scrolling down a form stops
+    dead on the first JSON box, and a combo box under the pointer changes
+    its value (an edit nobody meant to make)."""
+
+    def guard(self, root: QWidget) -> None:
+        """Watch every wheel-hungry widget under ``root`` (call again after
+        adding widgets; watching twice is harmless)."""
+        for w in root.findChildren(QWidget):
+            if isinstance(w, (QComboBox, QAbstractSpinBox)):
+                w.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # no focus by wheel either
+                w.installEventFilter(self)
+            elif isinstance(w, QAbstractScrollArea) and not isinstance(w, QScrollArea):
+                if w.focusPolicy() == Qt.FocusPolicy.WheelFocus:
+                    w.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+                w.viewport().installEventFilter(self)
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if event.type() != QEvent.Type.Wheel or not isinstance(obj, QWidget):
+            return False
+        owner = obj
+        if not isinstance(obj, (QComboBox, QAbstractSpinBox)):
+            parent = obj.parentWidget()
+            if isinstance(parent, QAbstractScrollArea):
+                owner = parent
+        if owner.hasFocus():
+            return False
+        outer = _outer_scroll_area(owner)
+        if outer is not None:
+            QApplication.sendEvent(outer.verticalScrollBar(), event)
+        return True
+
+
+def _outer_scroll_area(widget: QWidget) -> QScrollArea | None:
+    w = widget.parentWidget()
+    while w is not None:
+        if isinstance(w, QScrollArea):
+            return w
+        w = w.parentWidget()
+    return None

@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -48,6 +48,11 @@ NOT_ALLOWED_TIPS = {
     Scope.AI: "The node's author did not allow AI for this parameter",
     Scope.CUSTOM: "The node's author did not allow a fixed value for this parameter",
     Scope.MESSAGE: "The node's author did not allow reading this parameter from the message",
+}
+TYPE_WORDS = {
+    ParamType.STR: "Text", ParamType.INT: "A whole number", ParamType.FLOAT: "A number",
+    ParamType.BOOL: "On or off", ParamType.JSON: "A JSON value", ParamType.ENUM: "One of a list",
+    ParamType.SECRET: "A secret, named (never stored here)",
 }
 SECRET_AI_TIP = ("A secret names an environment variable or keyring entry that you choose; "
                  "neither the AI nor a message may pick it")
@@ -115,7 +120,14 @@ class ScopeSwitch(QWidget):
         return None
 
     def set_scope(self, scope: Scope) -> None:
-        self.buttons[scope].setChecked(True)
+        button = self.buttons.get(scope)
+        if button is None:  # a scope this switch has no button for: none lit
+            self.group.setExclusive(False)
+            for b in self.buttons.values():
+                b.setChecked(False)
+            self.group.setExclusive(True)
+            return
+        button.setChecked(True)
 
 
 # -- value editors (scope custom) ---------------------------------------------
@@ -458,11 +470,24 @@ class ParamRow(QWidget):
         # row; the form's layout gave the row its size hint and squeezed the
         # editor under it. The height for this width is the row's minimum.
         super().resizeEvent(event)
-        needed = self.heightForWidth(event.size().width())
+        self._fit_height(event.size().width())
+
+    def event(self, event: QEvent) -> bool:
+        # An editor inside changed its height (a text box refits to its text
+        # after the row took its width): the minimum set for the old height
+        # would leave a gap above and below the editor.
+        handled = super().event(event)
+        if event.type() == QEvent.Type.LayoutRequest:
+            self._fit_height(self.width())
+        return handled
+
+    def _fit_height(self, width: int) -> None:
+        needed = self.heightForWidth(width)
         if needed > 0 and needed != self.minimumHeight():
             self.setMinimumHeight(needed)
 
-    def __init__(self, spec: ParamSpec, *, show_scope: bool, parent: QWidget | None = None):
+    def __init__(self, spec: ParamSpec, *, show_scope: bool, parent: QWidget | None = None,
+                 editor: ValueEditor | None = None):
         super().__init__(parent)
         self.spec = spec
         self.setObjectName("paramRow")
@@ -486,14 +511,15 @@ class ParamRow(QWidget):
         self.label.setObjectName("paramLabel")
         self.label.setTextFormat(Qt.TextFormat.RichText)
         self.label.setWordWrap(True)  # a long label wraps rather than widen a narrow dock
-        self.label.setToolTip(f"{spec.name} ({spec.type.value})"
-                              + ("; the node needs a value for it" if spec.required else ""))
+        self.label.setToolTip(f"{TYPE_WORDS.get(spec.type, spec.type.value)}"
+                              + ("; the node needs a value for it" if spec.required else "")
+                              + f". In the flow file: {spec.name}")
         self.switch = ScopeSwitch(spec, self)
         self.switch.setVisible(show_scope)
         if not show_scope:
             only = spec.allowed_scopes[0] if spec.allowed_scopes else Scope.CUSTOM
-            self.label.setToolTip(f"{spec.name}: {SCOPE_TIPS[only].lower()} (the only source "
-                                  "the node's author allows)")
+            self.label.setToolTip(f"{SCOPE_TIPS[only]} (the only source the node's author "
+                                  f"allows). In the flow file: {spec.name}")
         top = QHBoxLayout()
         top.setContentsMargins(0, 0, 0, 0)
         top.setSpacing(6)
@@ -501,7 +527,8 @@ class ParamRow(QWidget):
         top.addWidget(self.switch)
 
         # Custom
-        self.value_editor = make_value_editor(spec, self)
+        self.value_editor = editor or make_value_editor(spec, self)
+        self.value_editor.setParent(self)
         # Message
         self.message_box = QWidget(self)
         mrow = QHBoxLayout(self.message_box)
@@ -529,7 +556,7 @@ class ParamRow(QWidget):
         self.ai_desc.setPlaceholderText(spec.description or "Description for the AI (optional)")
         self.ai_desc.setToolTip("What the AI is told about this argument. Empty: the node's "
                                 "own description, shown greyed out.")
-        self.ai_hint = QLabel("The AI supplies the value; this text tells it what to put.", self.ai_box)
+        self.ai_hint = QLabel("The AI fills this in; the text guides it.", self.ai_box)
         self.ai_hint.setObjectName("aiHint")
         self.ai_hint.setWordWrap(True)
         arow.addWidget(self.ai_desc)
@@ -537,6 +564,12 @@ class ParamRow(QWidget):
 
         self.help = _muted_label(spec.description, self)
         self.help.setVisible(bool(spec.description))
+        # What this choice hides of the other params (visible_if), so that
+        # nothing disappears without a word.
+        self.note = QLabel(self)
+        self.note.setObjectName("hiddenNote")
+        self.note.setWordWrap(True)
+        self.note.hide()
         self.problem = QLabel(self)
         self.problem.setObjectName("fieldError")
         self.problem.setWordWrap(True)
@@ -547,7 +580,8 @@ class ParamRow(QWidget):
         layout.setContentsMargins(0, 4, 0, 2)
         layout.setSpacing(4)
         layout.addLayout(top)
-        for w in (self.value_editor, self.message_box, self.ai_box, self.help, self.problem):
+        for w in (self.value_editor, self.message_box, self.ai_box, self.help, self.note,
+                  self.problem):
             layout.addWidget(w)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
 
@@ -573,7 +607,7 @@ class ParamRow(QWidget):
             self._last_path = path or self._last_path
             if (self.path_edit.text() or None) != path:
                 self.path_edit.setText(path or "")
-        else:
+        elif scope is Scope.AI:
             desc = setting.description if setting else None
             self._last_desc = desc or self._last_desc
             if (self.ai_desc.text() or None) != desc:
@@ -586,6 +620,11 @@ class ParamRow(QWidget):
         self.setProperty("scope", scope.value)
         # With AI the description field says it all; elsewhere the help text.
         self.help.setVisible(bool(self.spec.description) and scope is not Scope.AI)
+
+    def set_note(self, text: str) -> None:
+        if self.note.text() != text:
+            self.note.setText(text)
+        self.note.setVisible(bool(text))
 
     def set_problems(self, messages: list[str]) -> None:
         self.problem.setText("\n".join(messages))

@@ -36,12 +36,12 @@ from PySide6.QtWidgets import (
 from designer.commands import RenameNode, SetDisabled, SetOutputPath, SetParam, SetToolOverride
 from designer.document import FlowDocument
 from runtime.flow import Problem, ToolOverride
-from runtime.spec import NodeSpec, Scope
+from runtime.spec import NodeSpec, ParamSpec, ParamValue, Scope
 
 from .json_editor import AutoHeightText, format_json, mono_font
 from .palette import plugin_note
-from .panel_style import is_dark, label, panel_style, section
-from .param_editors import AI_COLOR, MESSAGE_COLOR, ParamRow
+from .panel_style import CollapsibleSection, WheelGuard, is_dark, label, panel_style, section
+from .param_editors import AI_COLOR, MESSAGE_COLOR, ParamRow, ValueEditor
 from .param_hint import ParamHints
 from .tool_preview import agent_functions, hidden_params, hidden_summary, node_function
 
@@ -104,32 +104,61 @@ class NodeForm(QWidget):
         self._build_header(layout)
         self._build_problems(layout)
         self._build_node_fields(layout)
-        self.preview_box: QWidget | None = None
+        self.wheel_guard = WheelGuard(self)
+        self.preview_box: CollapsibleSection | None = None
         if spec.has_tools_port:
-            # For an agent, what its model sees is the point: put it first.
+            # For an agent, what its model sees is the point: first, but
+            # closed (one line with a summary) so that the params stay in view.
             self._build_preview(layout)
         self.hints = ParamHints(doc, node_id)  # live text under a param (next fire times)
+        self.sections: dict[str, CollapsibleSection] = {}
         if spec.params:
-            layout.addWidget(section("Parameters", self))
-            for p in spec.params:
-                show_scope = len(p.allowed_scopes) > 1 or spec.tool is not None
-                row = ParamRow(p, show_scope=show_scope, parent=self)
-                row.changed.connect(lambda value, merge, name=p.name:
-                                    self._push_param(name, value, merge))
-                self.rows[p.name] = row
-                self.hints.attach(p.name, row)
-                layout.addWidget(row)
+            self._build_params(layout)
         self.tool_box: QWidget | None = None
         if spec.tool is not None:
             self._build_tool(layout)
         if spec.results:
             self._build_outputs(layout)
         layout.addStretch(1)
+        self.wheel_guard.guard(self)
         self.sync()
         self.refresh_live()
         self.set_problems(doc.problems_for(node_id))
 
     # -- building ---------------------------------------------------------------
+    def _build_params(self, layout: QVBoxLayout) -> None:
+        """Main params under PARAMETERS, then one closed section per group
+        (connection, ..., advanced last), each remembered open or closed per
+        node type for the session."""
+        spec = self.spec
+        for p in spec.params:  # rows in the spec's order; placed by group below
+            show_scope = len(p.allowed_scopes) > 1 or spec.tool is not None
+            row = ParamRow(p, show_scope=show_scope, parent=self,
+                           editor=self._custom_editor(p))
+            row.changed.connect(lambda value, merge, name=p.name:
+                                self._push_param(name, value, merge))
+            self.rows[p.name] = row
+            self.hints.attach(p.name, row)
+        for group, params in param_groups(spec):
+            if group:
+                box = CollapsibleSection(group_title(group), self,
+                                         opened=section_open(spec.type, group))
+                box.setObjectName(f"section_{group}")
+                box.toggled.connect(lambda on, g=group: remember_section(spec.type, g, on))
+                self.sections[group] = box
+                layout.addWidget(box)
+                add = box.add
+            else:
+                layout.addWidget(section("Parameters", self))
+                add = layout.addWidget
+            for p in params:
+                add(self.rows[p.name])
+        self._controllers = sorted({c for p in spec.params for c in (p.visible_if or {})})
+
+    def _custom_editor(self, p: ParamSpec) -> ValueEditor | None:
+        """An editor other than the one for the param's type, or None."""
+        return None
+
     def _build_header(self, layout: QVBoxLayout) -> None:
         spec = self.spec
         head = QHBoxLayout()
@@ -138,10 +167,10 @@ class NodeForm(QWidget):
         titles = QVBoxLayout()
         titles.setSpacing(1)
         self.title = label(spec.name, "nodeTitle", self)
-        kind = f"{spec.type} · {spec.category}" + (" · tool" if spec.tool else "") + \
+        kind = spec.category + (" · tool" if spec.tool else "") + \
             (" · agent" if spec.has_tools_port else "")
         self.type_label = label(kind, "nodeType", self)
-        self.type_label.setToolTip(spec.type)
+        self.type_label.setToolTip(f"Node type {spec.type} in the flow file")
         # The same "plugin" tag as in the palette; also shown, as "own
         # process", for a node whose package this flow runs out of process.
         self.process_tag = label("", "pluginTag", self, wrap=False)
@@ -188,8 +217,7 @@ class NodeForm(QWidget):
         self.name_edit.editingFinished.connect(self._on_name)
         self.disabled_box = QCheckBox("Disabled", self)
         self.disabled_box.setToolTip("A disabled node is skipped when the flow runs")
-        self.disabled_box.clicked.connect(
-            lambda on: self.doc.undo_stack.push(SetDisabled(self.doc, self.node_id, bool(on))))
+        self.disabled_box.clicked.connect(self._on_disabled)
         self.name_problem = label("", "fieldError", self)
         self.name_problem.hide()
         grid.addLayout(row)
@@ -223,27 +251,37 @@ class NodeForm(QWidget):
         self.tool_name_edit.editingFinished.connect(self._on_tool)
         self.tool_desc_edit.editingFinished.connect(self._on_tool)
         self.tool_name_edit.textEdited.connect(self._check_tool_name)
-        self.tool_preview = self._json_view()
-        self.tool_summary = label("", "muted", self)
+        # What the AI sees of it: closed by default, one click opens it.
+        self.tool_preview_box = CollapsibleSection(
+            "What the AI sees", self, opened=section_open(spec.type, TOOL_PREVIEW))
+        self.tool_preview_box.toggled.connect(
+            lambda on: remember_section(spec.type, TOOL_PREVIEW, on))
+        self.tool_summary = label("", "muted", self.tool_preview_box.body)
         self.tool_summary.setTextFormat(Qt.TextFormat.RichText)
-        layout.addWidget(label("What the AI sees of this tool", "paramLabel", self))
-        layout.addWidget(self.tool_summary)
-        layout.addWidget(self.tool_preview)
+        self.tool_preview = self._json_view()
+        self.tool_preview_box.add(self.tool_summary)
+        self.tool_preview_box.add(self.tool_preview)
+        layout.addWidget(self.tool_preview_box)
 
     def _build_preview(self, layout: QVBoxLayout) -> None:
-        self.preview_box = section("What the AI sees", self)
-        layout.addWidget(self.preview_box)
-        self.preview_summary = label("", "muted", self)
-        layout.addWidget(self.preview_summary)
-        self.cards_box = QWidget(self)
+        box = CollapsibleSection("What the AI sees", self,
+                                 opened=section_open(self.spec.type, AGENT_PREVIEW))
+        box.toggled.connect(lambda on: remember_section(self.spec.type, AGENT_PREVIEW, on))
+        self.preview_box = box
+        layout.addWidget(box)
+        self.preview_summary = label("", "muted", box.body)
+        box.add(self.preview_summary)
+        self.cards_box = QWidget(box.body)
         self.cards_layout = QVBoxLayout(self.cards_box)
         self.cards_layout.setContentsMargins(0, 0, 0, 0)
         self.cards_layout.setSpacing(6)
-        layout.addWidget(self.cards_box)
-        head = QHBoxLayout()
-        head.addWidget(label("JSON sent to the model", "paramLabel", self, wrap=False))
+        box.add(self.cards_box)
+        head_box = QWidget(box.body)
+        head = QHBoxLayout(head_box)
+        head.setContentsMargins(0, 0, 0, 0)
+        head.addWidget(label("JSON sent to the model", "paramLabel", head_box, wrap=False))
         head.addStretch(1)
-        self.copy_button = QToolButton(self)
+        self.copy_button = QToolButton(head_box)
         self.copy_button.setText("Copy")
         self.copy_button.setAutoRaise(True)
         self.copy_button.setToolTip("Copy the tool list, as `switchboard tools` prints it")
@@ -251,20 +289,27 @@ class NodeForm(QWidget):
             lambda: QGuiApplication.clipboard().setText(
                 json.dumps(self.functions, indent=2, ensure_ascii=False)))
         head.addWidget(self.copy_button)
-        layout.addLayout(head)
+        box.add(head_box)
         self.preview_text = self._json_view()
-        layout.addWidget(self.preview_text)
+        box.add(self.preview_text)
 
     def _build_outputs(self, layout: QVBoxLayout) -> None:
-        layout.addWidget(section("Outputs", self))
+        # Where results land in the message: rarely changed, so closed.
+        box = CollapsibleSection("Outputs", self, opened=section_open(self.spec.type, OUTPUTS))
+        box.toggled.connect(lambda on: remember_section(self.spec.type, OUTPUTS, on))
+        self.outputs_box = box
+        layout.addWidget(box)
+        body = box.body
         self.output_edits: dict[str, QLineEdit] = {}
         for out in self.spec.results:
-            layout.addWidget(label(f"<b>{out.name}</b> is written to", "", self))
-            row = QHBoxLayout()
-            prefix = label("msg.", "muted", self)
+            box.add(label(f"<b>{out.name}</b> is written to", "", body))
+            row_box = QWidget(body)
+            row = QHBoxLayout(row_box)
+            row.setContentsMargins(0, 0, 0, 0)
+            prefix = label("msg.", "muted", row_box)
             prefix.setFont(mono_font())
             row.addWidget(prefix)
-            edit = QLineEdit(self)
+            edit = QLineEdit(row_box)
             edit.setObjectName("pathEdit")
             edit.setFont(mono_font())
             edit.setPlaceholderText(out.path)
@@ -272,13 +317,14 @@ class NodeForm(QWidget):
                             f"msg.{out.path}")
             edit.editingFinished.connect(lambda name=out.name, e=edit: self._push_output(name, e))
             row.addWidget(edit, 1)
-            layout.addLayout(row)
+            box.add(row_box)
             self.output_edits[out.name] = edit
             if out.description:
-                layout.addWidget(label(out.description, "muted", self))
+                box.add(label(out.description, "muted", body))
         if self.spec.tool is not None:
-            layout.addWidget(label("As a tool, the outputs go back to the AI by name instead.",
-                                    "muted", self))
+            box.add(label("As a tool, the outputs go back to the AI by name instead.",
+                          "muted", body))
+        box.body_layout.setSpacing(4)
 
     def _push_output(self, name: str, edit: QLineEdit) -> None:
         from runtime.message import PathError, parse_path
@@ -317,6 +363,7 @@ class NodeForm(QWidget):
             return
         for name, row in self.rows.items():
             row.sync(fnode.params.get(name))
+        self._sync_visibility(fnode.params)
         self.hints.refresh()
         if fnode.name != self._shown_name:
             self._shown_name = fnode.name
@@ -327,6 +374,10 @@ class NodeForm(QWidget):
             shown = fnode.outputs.get(name) or ""
             if edit.text() != shown and not edit.hasFocus():
                 edit.setText(shown)
+        if self.spec.results:
+            n, moved = len(self.spec.results), len(fnode.outputs)
+            self.outputs_box.set_summary(f"{n} output{'s' * (n != 1)}"
+                                         + (f", {moved} moved" if moved else ""))
         if self.spec.tool is not None:
             shown = (fnode.tool.name, fnode.tool.description) if fnode.tool else (None, None)
             if shown != self._shown_tool:
@@ -334,6 +385,38 @@ class NodeForm(QWidget):
                 self.tool_name_edit.setText(shown[0] or "")
                 self.tool_desc_edit.setText(shown[1] or "")
                 self._check_tool_name(self.tool_name_edit.text())
+
+    def _sync_visibility(self, settings: dict[str, ParamValue]) -> None:
+        """Hide the params the current choices make meaningless (visible_if),
+        say under each choosing param what it hid, and hide a section with
+        nothing left to show. Runs on every change, undo included."""
+        spec = self.spec
+        visible = {name: spec.param_visible(name, settings) for name in self.rows}
+        for name, row in self.rows.items():
+            if row.isHidden() == visible[name]:
+                row.setHidden(not visible[name])
+        for ctl in self._controllers:
+            hidden = [p for p in spec.params
+                      if p.visible_if and ctl in p.visible_if and not visible[p.name]
+                      and not _condition_holds(spec, p, ctl, settings)]
+            note = ""
+            if hidden:
+                value = _fixed_value(spec, ctl, settings)
+                labels = [p.label for p in hidden]
+                listed = ", ".join(labels) if len(labels) <= 5 else \
+                    ", ".join(labels[:4]) + f" and {len(labels) - 4} more"
+                note = f"Not used with {_quote_value(value)}, so hidden: {listed}."
+            if ctl in self.rows:
+                self.rows[ctl].set_note(note)
+                self.rows[ctl].note.setToolTip(", ".join(p.label for p in hidden))
+        for group, box in self.sections.items():
+            names = [p.name for p in spec.params if p.group == group]
+            shown = [n for n in names if visible[n]]
+            box.setHidden(not shown)
+            changed = sum(1 for n in shown if _is_changed(spec, n, settings))
+            n = len(shown)
+            box.set_summary(f"{n} setting{'s' * (n != 1)}"
+                            + (f", {changed} changed" if changed else ""))
 
     def refresh_live(self) -> None:
         """What depends on other nodes and wires: the tool preview and which
@@ -370,8 +453,7 @@ class NodeForm(QWidget):
                     == "tools":
                 a = self.doc.node(w.source[0])
                 if a is not None:
-                    agents.append(f"<b>{_esc(a.name or self.doc.spec(a.id).name)}</b> "
-                                  f"({_esc(a.id)})" if self.doc.spec(a.id) else _esc(a.id))
+                    agents.append(f"<b>{_esc(self.doc_label(a.id))}</b>")
         if agents:
             text = "A tool of " + ", ".join(agents) + "."
         else:
@@ -381,12 +463,16 @@ class NodeForm(QWidget):
             self.wired_label.setText(text)
         fn, error = node_function(self.doc, self.node_id)
         custom, message = hidden_params(self.doc, self.node_id)
-        summary = hidden_summary(fn, custom, message) if fn else ""
+        summary = hidden_summary(fn, custom, message, self.spec) if fn else ""
         body = format_json(fn, width=44) if fn else error
         if body != self._tool_text or summary != self.tool_summary.text():
             self._tool_text = body
             self.tool_summary.setText(summary)
             self.tool_preview.setPlainText(body)
+        n = len(fn.get("function", {}).get("parameters", {}).get("properties", {})) if fn else 0
+        self.tool_preview_box.set_summary(
+            "cannot be built" if not fn else
+            f"AI fills {n}" if n else "AI fills nothing")
 
     def _refresh_agent_preview(self) -> None:
         functions, node_ids, error = agent_functions(self.doc, self.node_id)
@@ -396,6 +482,10 @@ class NodeForm(QWidget):
         self._preview_text = text
         self.functions = functions
         n = len(functions)
+        if self.preview_box is not None:
+            self.preview_box.set_summary(
+                "tools cannot be built" if error else "no tools yet" if not n else
+                f"{n} tool{'s' * (n != 1)}")
         if error:
             summary = f"The tools cannot be built: {error}"
         elif n == 0:
@@ -429,7 +519,7 @@ class NodeForm(QWidget):
         where = (fnode.name or (spec.name if spec else node_id)) if fnode else node_id
         title = label(f"{f.get('name', '?')}()", "toolName", card, wrap=False)
         title.setFont(mono_font())
-        title.setToolTip(f"node '{node_id}'")
+        title.setToolTip(f"The function the AI calls; node {where}")
         head = QHBoxLayout()
         head.addWidget(title)
         head.addStretch(1)
@@ -438,7 +528,7 @@ class NodeForm(QWidget):
         if f.get("description"):
             lay.addWidget(label(f["description"], "", card))
         custom, message = hidden_params(self.doc, node_id)
-        summary = label(hidden_summary(fn, custom, message), "muted", card)
+        summary = label(hidden_summary(fn, custom, message, spec), "muted", card)
         summary.setTextFormat(Qt.TextFormat.RichText)
         lay.addWidget(summary)
         return card
@@ -454,11 +544,21 @@ class NodeForm(QWidget):
             field = p.field or ""
             parts = field.split(".")
             if parts[0] == "params" and len(parts) > 1 and parts[1] in self.rows:
-                by_row.setdefault(parts[1], []).append(p.message)
+                by_row.setdefault(parts[1], []).append(human_message(self.spec, p.message))
             elif parts[0] == "tool":
                 tool_msgs.append(p.message)
         for name, row in self.rows.items():
             row.set_problems(by_row.get(name, []))
+        for group, box in self.sections.items():
+            inside = [p for p in problems
+                      if (param := _param_of(self.spec, p.field)) is not None
+                      and param.group == group]
+            if not inside:
+                box.set_marker("")
+            else:
+                mark = "✖" if any(p.severity == "error" for p in inside) else "⚠"
+                n = len(inside)
+                box.set_marker(f"{mark} {n} problem{'s' * (n != 1)}")
         if self.spec.tool is not None:
             self.tool_problem.setText("\n".join(tool_msgs))
             self.tool_problem.setVisible(bool(tool_msgs) or self.tool_problem.property("bad")
@@ -467,7 +567,8 @@ class NodeForm(QWidget):
         for p in problems:
             where = _fieldlabel(self.spec, p.field)
             mark = "✖" if p.severity == "error" else "⚠"
-            message = p.message[:1].upper() + p.message[1:] if not where else p.message
+            message = human_message(self.spec, p.message)
+            message = message[:1].upper() + message[1:] if not where else message
             text = f"{mark}  {where + ': ' if where else ''}{message}"
             item = label(text, "problemItem", self.problem_banner)
             item.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -486,14 +587,24 @@ class NodeForm(QWidget):
         if (old is None and value is None) or (old is not None and value is not None
                                                and old.to_json() == value.to_json()):
             return
-        self.doc.undo_stack.push(SetParam(self.doc, self.node_id, name, value, merge=merge))
+        command = SetParam(self.doc, self.node_id, name, value, merge=merge)
+        p = self.spec.param(name)
+        command.setText(f"Change {p.label if p is not None else name}")
+        self.doc.undo_stack.push(command)
+
+    def _on_disabled(self, on: bool) -> None:
+        command = SetDisabled(self.doc, self.node_id, bool(on))
+        command.setText(f"{'Disable' if on else 'Enable'} {self.doc_label(self.node_id)}")
+        self.doc.undo_stack.push(command)
 
     def _on_name(self) -> None:
         fnode = self.doc.node(self.node_id)
         text = self.name_edit.text().strip()
         if fnode is None or (fnode.name or "") == text:
             return
-        self.doc.undo_stack.push(RenameNode(self.doc, self.node_id, text or None))
+        command = RenameNode(self.doc, self.node_id, text or None)
+        command.setText(f"Rename {self.doc_label(self.node_id)}")
+        self.doc.undo_stack.push(command)
 
     def _check_tool_name(self, text: str) -> None:
         bad = bool(text) and not TOOL_NAME_RE.match(text)
@@ -518,7 +629,91 @@ class NodeForm(QWidget):
         if current == (name, desc):
             return
         tool = ToolOverride(name=name, description=desc) if (name or desc) else None
-        self.doc.undo_stack.push(SetToolOverride(self.doc, self.node_id, tool))
+        command = SetToolOverride(self.doc, self.node_id, tool)
+        command.setText("Change tool name" if current[0] != name else "Change tool description")
+        self.doc.undo_stack.push(command)
+
+    def doc_label(self, node_id: str) -> str:
+        """What the user calls a node: its name, else its type's name."""
+        fnode, spec = self.doc.node(node_id), self.doc.spec(node_id)
+        if fnode is None:
+            return node_id
+        return fnode.name or (spec.name if spec is not None else fnode.type)
+
+
+# -- sections ---------------------------------------------------------------------------
+
+#: Keys of the two previews in the open/closed memory, beside the param groups.
+AGENT_PREVIEW = "@agent-preview"
+TOOL_PREVIEW = "@tool-preview"
+OUTPUTS = "@outputs"
+#: Groups shown in this order; others between them, in the order the node declares them.
+_FIRST_GROUPS = ("", "connection")
+_LAST_GROUPS = ("advanced",)
+#: Open or closed, per (node type, section), for this session: a section the
+#: user opened on one Send Mail is open on the next one too.
+_open_sections: dict[tuple[str, str], bool] = {}
+
+
+def section_open(node_type: str, key: str) -> bool:
+    return _open_sections.get((node_type, key), False)
+
+
+def remember_section(node_type: str, key: str, on: bool) -> None:
+    _open_sections[(node_type, key)] = on
+
+
+def param_groups(spec: NodeSpec) -> list[tuple[str, list[ParamSpec]]]:
+    """The params by group: main ("") first, then connection, then the other
+    groups as the node declares them, advanced last."""
+    by_group: dict[str, list[ParamSpec]] = {}
+    for p in spec.params:
+        by_group.setdefault(p.group, []).append(p)
+
+    def rank(group: str) -> tuple[int, int]:
+        if group in _FIRST_GROUPS:
+            return (0, _FIRST_GROUPS.index(group))
+        if group in _LAST_GROUPS:
+            return (2, _LAST_GROUPS.index(group))
+        return (1, 0)
+    return sorted(by_group.items(), key=lambda item: rank(item[0]))
+
+
+def group_title(group: str) -> str:
+    return group.replace("_", " ").replace("-", " ").capitalize()
+
+
+def _fixed_value(spec: NodeSpec, name: str, settings: dict[str, ParamValue]) -> Any:
+    setting = settings.get(name)
+    if setting is not None and setting.scope is Scope.CUSTOM and setting.value is not None:
+        return setting.value
+    p = spec.param(name)
+    return p.default if p is not None else None
+
+
+def _condition_holds(spec: NodeSpec, p: ParamSpec, ctl: str,
+                     settings: dict[str, ParamValue]) -> bool:
+    """Whether ``ctl``'s part of ``p``'s visible_if holds (as param_visible
+    reads it: a choice made at run time holds)."""
+    setting = settings.get(ctl)
+    if setting is not None and setting.scope is not Scope.CUSTOM:
+        return True
+    return _fixed_value(spec, ctl, settings) in (p.visible_if or {}).get(ctl, [])
+
+
+def _is_changed(spec: NodeSpec, name: str, settings: dict[str, ParamValue]) -> bool:
+    setting = settings.get(name)
+    p = spec.param(name)
+    if setting is None or p is None:
+        return False
+    if setting.scope is not p.default_scope:
+        return True
+    return setting.scope is Scope.CUSTOM and setting.value is not None \
+        and setting.value != p.default
+
+
+def _quote_value(value: Any) -> str:
+    return f"“{value}”" if isinstance(value, str) else json.dumps(value)
 
 
 def _doc_html(text: str) -> str:
@@ -530,6 +725,22 @@ def _doc_html(text: str) -> str:
 
 def _esc(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _param_of(spec: NodeSpec, field: str | None) -> ParamSpec | None:
+    """The param a problem's field (params.smtp_port.value) is about."""
+    parts = (field or "").split(".")
+    return spec.param(parts[1]) if parts[0] == "params" and len(parts) > 1 else None
+
+
+def human_message(spec: NodeSpec, message: str) -> str:
+    """A problem's text with the param ids in it (smtp_port, 'to') and the
+    node's type id replaced by the labels the form shows."""
+    for p in sorted(spec.params, key=lambda p: -len(p.name)):
+        message = message.replace(f"'{p.name}'", p.label)
+        if "_" in p.name:
+            message = re.sub(rf"(?<![\w.]){re.escape(p.name)}(?![\w])", p.label, message)
+    return message.replace(f"{spec.type} ", f"{spec.name} ")
 
 
 def _fieldlabel(spec: NodeSpec, field: str | None) -> str:
@@ -704,8 +915,9 @@ class PropertiesPanel(QWidget):
                 continue
             kind = spec.name if spec else f"unknown type {fnode.type}"
             name = fnode.name or (spec.name if spec else fnode.type)
-            line = label(f"<b>{_esc(name)}</b> &nbsp;<span>{_esc(kind)} · {_esc(nid)}</span>",
+            line = label(f"<b>{_esc(name)}</b> &nbsp;<span>{_esc(kind)}</span>",
                           "", self.summary_page)
+            line.setToolTip(f"id {nid}")
             line.setTextFormat(Qt.TextFormat.RichText)
             self.summary_layout.addWidget(line)
             if spec:

@@ -5,7 +5,7 @@ in words which params the AI fills and which it cannot reach."""
 from __future__ import annotations
 
 from designer.document import FlowDocument
-from runtime.spec import Scope
+from runtime.spec import NodeSpec, Scope
 from runtime.tools import agent_tools, build_tool
 
 from .param_editors import AI_COLOR, MESSAGE_COLOR
@@ -40,6 +40,8 @@ def hidden_params(doc: FlowDocument, node_id: str) -> tuple[list[str], list[str]
     if spec is None or fnode is None:
         return custom, message
     for p in spec.params:
+        if not spec.param_visible(p.name, fnode.params):
+            continue  # meaningless with the current choices (visible_if)
         setting = fnode.params.get(p.name)
         scope = setting.scope if setting else p.default_scope
         if scope is Scope.CUSTOM:
@@ -49,9 +51,17 @@ def hidden_params(doc: FlowDocument, node_id: str) -> tuple[list[str], list[str]
     return custom, message
 
 
-def hidden_summary(fn: dict, custom: list[str], message: list[str]) -> str:
-    """Who supplies what, in words: the AI's arguments and what it cannot reach."""
-    args = list(fn.get("function", {}).get("parameters", {}).get("properties", {}))
+def hidden_summary(fn: dict, custom: list[str], message: list[str],
+                   spec: NodeSpec | None = None) -> str:
+    """Who supplies what, in words: the AI's arguments and what it cannot
+    reach, by the labels the form shows (given the node's spec)."""
+    def human(names: list[str]) -> list[str]:
+        if spec is None:
+            return names
+        return [p.label if (p := spec.param(n)) is not None else n for n in names]
+
+    args = human(list(fn.get("function", {}).get("parameters", {}).get("properties", {})))
+    custom, message = human(custom), human(message)
     parts = []
     if args:
         parts.append(f"<b style='color:{AI_COLOR}'>AI fills</b> &nbsp;" + ", ".join(args))
