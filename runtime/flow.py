@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from .node import is_secret_ref
+from .package_hints import unknown_type_message
 from .registry import Registry
 from .spec import NodeSpec, ParamSpec, ParamType, ParamValue, Scope
 
@@ -596,6 +597,7 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                 warn(f"no node package '{name}' to run out of process (packages: "
                      f"{', '.join(known) or 'none'})", field="settings.out_of_process")
     specs: dict[str, NodeSpec] = {}
+    unknown: dict[str, str] = {}  # node type -> what to say about it
     seen: dict[str, FlowNode] = {}  # the first node of each id, as Flow.node() finds it
     for fnode in flow.nodes:
         if fnode.id in seen:
@@ -604,7 +606,9 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
         seen[fnode.id] = fnode
         spec = registry.spec(fnode.type)
         if spec is None:
-            err(f"unknown node type '{fnode.type}'", fnode.id, "type")
+            if fnode.type not in unknown:  # the hint looks at files: once per type
+                unknown[fnode.type] = unknown_type_message(fnode.type, file, registry)
+            err(unknown[fnode.type], fnode.id, "type")
             continue
         specs[fnode.id] = spec
         for pname, pval in fnode.params.items():
