@@ -3,18 +3,147 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import math
+import os
+import re
+import time
+from typing import Any
 
 from runtime.message import Message, deep_copy, get_path, new_msgid
-from runtime.node import CUSTOM, DROP, Node, Param, node
+from runtime.node import CUSTOM, DROP, Node, NodeConfigError, Param, node
+from runtime.spec import Scope
+
+
+class _AnyEnv:
+    """An environment in which every variable is set: what check() reads an
+    env payload against, so that only the name itself is judged."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+    def __getitem__(self, name: str) -> str:
+        return ""
+
+
+#: What the payload text is read as, in Node-RED's words. An old flow that
+#: names no type keeps its payload as it is: text stays text, any other JSON
+#: value (a number, an object) is taken as JSON.
+PAYLOAD_TYPES = ["string", "number", "boolean", "JSON", "timestamp", "env variable"]
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Variables that usually hold a secret: an inject would copy it into every
+# message, where debug output, run history and an LLM's prompt would show it.
+_SECRET_ENV = re.compile(r"(^|_)(API_?KEY|KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASS|"
+                         r"CREDENTIALS?|PRIVATE|AUTH)($|_)|SECRET|TOKEN|PASSWORD|APIKEY")
+
+
+def payload_type_of(params: dict) -> str:
+    """The payload type an inject with these flow settings uses: the one it
+    names, else "JSON" for a payload that is not text (flows made before
+    there was a type), else "string"."""
+    chosen = params.get("payload_type")
+    if chosen is not None and chosen.scope is Scope.CUSTOM and chosen.value in PAYLOAD_TYPES:
+        return chosen.value
+    payload = params.get("payload")
+    if payload is None or payload.scope is not Scope.CUSTOM or isinstance(payload.value, str):
+        return "string"
+    return "JSON"  # null included: an old flow's explicit null payload stays null
+
+
+class PayloadError(ValueError):
+    pass
+
+
+def read_payload(kind: str, value: Any, environ: Any = os.environ) -> Any:
+    """The payload of a message: ``value`` (the text the designer typed, or
+    an old flow's JSON value) read as ``kind``. PayloadError says what is
+    wrong in words for the designer's Problems list."""
+    if kind == "timestamp":
+        return int(time.time() * 1000)
+    if kind == "string":
+        if value is None:
+            return ""
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if kind == "number":
+        number: Any = value
+        if isinstance(value, str):
+            text = value.strip()
+            try:
+                number = int(text)
+            except ValueError:
+                try:
+                    number = float(text)  # 3.5, 1e3, .5 - what a person types
+                except ValueError:
+                    number = None
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            raise PayloadError(f"{_shown(value)} is not a number (e.g. 42 or 3.5)")
+        if not math.isfinite(number):
+            raise PayloadError(f"{_shown(value)} is not a finite number")
+        return number
+    if kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        text = value.strip().lower() if isinstance(value, str) else None
+        if text in ("true", "false"):
+            return text == "true"
+        raise PayloadError(f"{_shown(value)} is not true or false")
+    if kind == "JSON":
+        if not isinstance(value, str):
+            return value  # already a JSON value (an old flow, or a file written by hand)
+        if not value.strip():
+            raise PayloadError("empty: JSON needs a value, e.g. {\"name\": \"Ada\"}")
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise PayloadError(f"not valid JSON (line {exc.lineno} column {exc.colno}: "
+                               f"{exc.msg}); to send text, choose the string type") from None
+        except RecursionError:
+            raise PayloadError("JSON nested too deeply") from None
+    if kind == "env variable":
+        if not isinstance(value, str):
+            raise PayloadError(f"{_shown(value)} is not the name of an environment variable")
+        name = value.strip()
+        problem = env_name_problem(name)
+        if problem:
+            raise PayloadError(problem)
+        if name not in environ:
+            raise PayloadError(f"environment variable {name} is not set")
+        return environ[name]
+    raise PayloadError(f"unknown payload type {kind!r} (one of {', '.join(PAYLOAD_TYPES)})")
+
+
+def env_name_problem(name: str) -> str | None:
+    if not name:
+        return "give the name of an environment variable, e.g. HOME"
+    if not _ENV_NAME.match(name):
+        return f"{_shown(name)} is not the name of an environment variable (letters, digits, _)"
+    if _SECRET_ENV.search(name.upper()):
+        return (f"{name} looks like it holds a secret, and an inject would copy it into every "
+                "message (debug output, run history, an LLM's prompt); let the node that needs "
+                "it name it as a credential instead")
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return repr(text if len(text) <= 40 else text[:39] + "…")
 
 
 @node("core.inject", name="Inject", category="Core", icon="play", color="#5b8def",
       inputs=())
 class Inject(Node):
     """Starts a flow: sends a message with a payload and topic, once or
-    repeatedly."""
+    repeatedly. The payload is typed as text and read as its type says: a
+    string, a number, true/false, JSON, the time (epoch milliseconds) or an
+    environment variable's value."""
 
-    payload = Param("json", "The payload of each message", default="", allow=CUSTOM)
+    payload_type = Param(str, "How the payload is read: as text (string), a number, true or "
+                         "false (boolean), JSON, the current time in epoch milliseconds "
+                         "(timestamp), or the value of the environment variable it names",
+                         choices=PAYLOAD_TYPES, default="string", allow=CUSTOM)
+    payload = Param("json", "The payload of each message: text, read as the payload type says",
+                    default="", allow=CUSTOM,
+                    visible_if={"payload_type": [t for t in PAYLOAD_TYPES if t != "timestamp"]})
     topic = Param(str, "The topic of each message", default="", allow=CUSTOM)
     repeat_seconds = Param(float, "Seconds between messages; empty sends them back to back",
                            optional=True, allow=CUSTOM)
@@ -24,6 +153,19 @@ class Inject(Node):
     @classmethod
     def check(cls, params):
         problems = []
+        kind = payload_type_of(params)
+        payload = params.get("payload")
+        if payload is not None and payload.scope is Scope.CUSTOM and kind != "timestamp":
+            try:
+                # The environment is the one the run will have only for a run
+                # started here: a missing variable is a run-time error.
+                read_payload(kind, payload.value, environ=_AnyEnv())
+            except PayloadError as exc:
+                problems.append(("payload", f"{kind} payload: {exc}"))
+        elif payload is None and kind in ("number", "boolean", "JSON", "env variable"):
+            problems.append(("payload", f"{kind} payload: "
+                             + ("give the name of an environment variable, e.g. HOME"
+                                if kind == "env variable" else "empty")))
         count = params.get("count")
         if count is not None and isinstance(count.value, int) and count.value < 0:
             problems.append(("count", "count must be 0 or more"))
@@ -33,8 +175,16 @@ class Inject(Node):
             problems.append(("repeat_seconds", "repeat_seconds must not be negative"))
         return problems
 
+    def __init__(self, id: str, name: str = "", params: dict | None = None,
+                 outputs: dict | None = None, runtime: Any = None) -> None:
+        super().__init__(id, name, params, outputs, runtime)
+        self._kind = payload_type_of(params or {})
+
     def make(self, i: int = 0) -> Message:
-        payload = self.payload.get()
+        try:
+            payload = read_payload(self._kind, self.payload.get())
+        except PayloadError as exc:
+            raise NodeConfigError(f"payload: {self._kind} payload: {exc}") from None
         if isinstance(payload, (dict, list)):
             payload = deep_copy(payload)  # each message its own; str/number/bool are immutable
         return Message(_msgid=new_msgid(), payload=payload, topic=self.topic.get())
