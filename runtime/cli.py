@@ -65,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("flow")
     r.add_argument("--events", metavar="FILE", help="write every event as JSON lines to FILE")
-    r.add_argument("--trace", action="store_true", help="also record every message hop")
+    r.add_argument("--trace", action="store_true",
+                   help="print every message hop to stderr (source -> target [port] and the "
+                        "payload) and record it in --events and the run history")
     r.add_argument("--timeout", type=float, metavar="S", help="stop the run after S seconds")
     r.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
                    help="override a param with a fixed value (JSON if it parses, else text)")
@@ -195,24 +197,41 @@ def _run(args: argparse.Namespace) -> int:
 
     bus = EventBus()
     out = sys.stdout
+    names = _node_names(flow)
+    catchers = _catchers(flow, names)
+    handled = 0
+
+    def who(node_id: str, name: str = "") -> str:
+        """A node as the designer shows it, with its id for grep and --set."""
+        name = name or names.get(node_id, "")
+        return f"'{name}' ({node_id})" if name and name != node_id else f"'{node_id}'"
 
     def print_debug(event) -> None:
+        nonlocal handled
         if event.type == "debug":
             out.write(json.dumps({"node": event.node, "name": event.name, "value": event.value},
                                  ensure_ascii=False, default=str) + "\n")
             out.flush()
         elif event.type == "node.error":
-            # A caught error was handled by the flow (a Catch node took it):
-            # say so, and name the node as the designer shows it.
-            what = "caught" if event.caught else "error"
-            who = f"{event.name} ({event.node})" if event.name and event.name != event.node \
-                else event.node
-            print(f"{what}: node '{who}': {event.message}", file=sys.stderr)
+            if event.caught:
+                # The flow handled it (a Catch node took the message): not a
+                # failure of the run, so not printed as one.
+                handled += 1
+                by = catchers.get(event.node) or ["a Catch node"]
+                print(f"handled: node {who(event.node, event.name)} failed: {event.message} "
+                      f"(caught by {', '.join(by)})", file=sys.stderr)
+            else:
+                print(f"error: node {who(event.node, event.name)}: {event.message}",
+                      file=sys.stderr)
+        elif event.type == "message.sent":
+            print(f"trace: '{names.get(event.source, event.source)}' -> "
+                  f"'{names.get(event.target, event.target)}' [{event.port}] "
+                  f"{_preview(event.msg)}", file=sys.stderr)
         elif event.type == "log" and event.level != "debug":
             # What a node tells its user: where a webhook listens, a
             # script's prints, messages a rate limit dropped.
             prefix = "" if event.level == "info" else f"{event.level}: "
-            print(f"{prefix}node '{event.node}': {event.text}", file=sys.stderr)
+            print(f"{prefix}node {who(event.node)}: {event.text}", file=sys.stderr)
 
     bus.subscribe(print_debug)
     writer = None
@@ -241,10 +260,56 @@ def _run(args: argparse.Namespace) -> int:
             _close_recorder(recorder)
     if result.message:
         print(f"switchboard: {result.message}", file=sys.stderr)
+    elif handled and result.reason == "completed":
+        print(f"switchboard: completed; {handled} node error{'s were' if handled > 1 else ' was'} "
+              "handled by the flow", file=sys.stderr)
     elif result.reason == "timeout":
         print(f"switchboard: stopped after {args.timeout:g} s" + _unfinished(result.in_flight),
               file=sys.stderr)
     return exit_code(result.reason, result.in_flight, result.errors, guard.signal)
+
+
+def _node_names(flow) -> dict[str, str]:
+    """Each node's name as the designer shows it: its own, else its type's."""
+    from runtime.registry import Registry
+
+    registry = Registry.default()
+    names = {}
+    for fnode in flow.nodes:
+        spec = registry.spec(fnode.type)
+        names[fnode.id] = fnode.name or (spec.name if spec else fnode.id)
+    return names
+
+
+def _catchers(flow, names: dict[str, str]) -> dict[str, list[str]]:
+    """For each node a Catch node watches: the Catch nodes' names, quoted
+    (the engine's rule: a Catch with no list watches every other node)."""
+    catches = [n for n in flow.nodes if n.type == "core.catch" and not n.disabled]
+    out: dict[str, list[str]] = {}
+    for fnode in flow.nodes:
+        for catch in catches:
+            setting = catch.params.get("nodes")
+            watched = setting.value if setting is not None and setting.value else []
+            if catch.id != fnode.id and (not watched or fnode.id in watched):
+                out.setdefault(fnode.id, []).append(f"'{names.get(catch.id, catch.id)}'")
+    return out
+
+
+#: How much of a message a trace line shows.
+TRACE_PREVIEW_CHARS = 100
+
+
+def _preview(msg: Any) -> str:
+    """A message in one short line: its payload, and its topic if it has one."""
+    if not isinstance(msg, dict):
+        return ""
+    parts = []
+    for key in ("topic", "payload"):
+        if key in msg and msg[key] not in (None, ""):
+            value = json.dumps(msg[key], ensure_ascii=False, default=str)
+            parts.append(f"{key}={value}")
+    text = " ".join(parts) or "(no payload)"
+    return text if len(text) <= TRACE_PREVIEW_CHARS else text[:TRACE_PREVIEW_CHARS - 1] + "…"
 
 
 def exit_code(reason: str, in_flight: dict[str, int], errors: int, signum: int | None) -> int:

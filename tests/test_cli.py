@@ -284,13 +284,13 @@ def test_uncaught_node_error_exits_1(tmp_path):
                                       N("d", "core.debug")], ["a->t", "t->d"]))
     r = sb("run", path)
     assert r.returncode == 1 and r.stdout == ""
-    assert "error: node 'Template (t)': template:" in r.stderr and "Traceback" not in r.stderr
+    assert "error: node 'Template' (t): template:" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_a_caught_error_is_printed_as_caught_with_the_nodes_name():
     r = sb("run", str(EXAMPLES / "order-triage.flow.json"))
     assert r.returncode == 0, r.stderr
-    assert "caught: node 'Price with VAT (bad)': template:" in r.stderr
+    assert "handled: node 'Price with VAT' (bad) failed: template:" in r.stderr
     assert "error:" not in r.stderr
 
 
@@ -378,8 +378,8 @@ def test_nodes_json_is_the_full_specs():
     assert r.returncode == 0
     specs = {s["type"]: s for s in json.loads(r.stdout)}
     inject = specs["core.inject"]
-    assert {p["name"] for p in inject["params"]} == {"payload", "topic", "repeat_seconds",
-                                                     "count"}
+    assert {p["name"] for p in inject["params"]} == {"payload_type", "payload", "topic",
+                                                     "repeat_seconds", "count"}
     assert inject["source"] and inject["inputs"] == []
     assert [p["name"] for p in specs["core.switch"]["params"]] == ["path", "rules", "mode"]
 
@@ -431,4 +431,5 @@ def test_what_a_node_logs_reaches_the_terminal(tmp_path):
     path = write(tmp_path, flow_data([N("hook", "trigger.webhook", port=0)], []))
     r = sb("run", path, "--timeout", "1")
     assert r.returncode == 0, r.stderr
-    assert re.search(r"node 'hook': listening on http://127\.0\.0\.1:\d+/webhook", r.stderr)
+    assert re.search(r"node 'Webhook' \(hook\): listening on http://127\.0\.0\.1:\d+/webhook",
+                     r.stderr)
