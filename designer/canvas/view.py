@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QCursor, QPainter
-from PySide6.QtWidgets import QFrame, QGraphicsView
+from PySide6.QtWidgets import QFrame, QGraphicsView, QLabel, QVBoxLayout, QWidget
 
+from .. import theme
 from .items import LOD_OVERVIEW
 from .scene import FlowScene
 
@@ -22,6 +23,51 @@ def flow_file_from_mime(mime) -> str | None:
         if path.endswith(".json"):
             return path
     return None
+
+
+class EmptyCanvasHint(QWidget):
+    """What an empty canvas says: how to put the first node on it, and how
+    the next ones follow. It lies over the view, not in the scene, so it
+    stays centred while the canvas pans and zooms, and mouse events and
+    drops go through it to the canvas."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setObjectName("EmptyCanvasHint")
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.label = QLabel()
+        self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.label.setWordWrap(True)
+        self.label.setTextFormat(Qt.TextFormat.RichText)
+        self.label.setFixedWidth(480)  # a fixed width lets the wrapped text get its height
+        layout = QVBoxLayout(self)
+        layout.addStretch(1)
+        layout.addWidget(self.label, 0, Qt.AlignmentFlag.AlignHCenter)
+        layout.addStretch(1)
+        self.refresh_theme()
+
+    def text(self) -> str:
+        return self.label.text()
+
+    def refresh_theme(self) -> None:
+        t = theme.current()
+        key = (f"<span style='color:{t.text}; background-color:{t.base}; font-weight:600;'>"
+               "&nbsp;{}&nbsp;</span>")
+        self.label.setText(
+            f"<div style='color:{t.muted}; font-size:13px;'>"
+            f"<p style='font-size:17px; font-weight:600; color:{t.text};'>Your flow is empty</p>"
+            "<p>Drag a node here from the <b>Nodes</b> panel,<br>"
+            f"or press {key.format('Tab')} on the canvas (or type a name) to search for one.</p>"
+            "<p>Then drag a wire from a node's port and drop it on empty canvas<br>"
+            "to pick the next node: it is placed there and connected.</p></div>")
+        # Rich text that wraps gets no height of its own in a layout.
+        self.label.setFixedHeight(self.label.heightForWidth(self.label.width()))
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self.refresh_theme()
 
 
 class FlowView(QGraphicsView):
@@ -50,10 +96,26 @@ class FlowView(QGraphicsView):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self._pan_from: QPoint | None = None
         self._space = False
+        self.empty_hint = EmptyCanvasHint(self)
+        scene.doc.changed.connect(self._update_empty_hint)
+        self._update_empty_hint()
 
     @property
     def flow_scene(self) -> FlowScene:
         return self.scene()
+
+    # -- the empty canvas -----------------------------------------------------
+    def _update_empty_hint(self) -> None:
+        empty = not self.flow_scene.doc.flow.nodes
+        if empty != self.empty_hint.isVisibleTo(self):
+            self.empty_hint.setVisible(empty)
+        if empty:
+            self.empty_hint.setGeometry(self.viewport().geometry())
+            self.empty_hint.raise_()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self.empty_hint.setGeometry(self.viewport().geometry())
 
     # -- zoom and fit ------------------------------------------------------------
     def zoom(self) -> float:
