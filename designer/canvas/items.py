@@ -185,6 +185,7 @@ class NodeItem(QGraphicsItem):
         self.run_state = "idle"
         self.run_count = 0
         self.run_text = ""
+        self.run_stale = False  # the badge is from before an edit of this node
         self.set_look(look)
 
     def type(self) -> int:
@@ -249,8 +250,16 @@ class NodeItem(QGraphicsItem):
             tip += f"<br><span style='color:{s.t.error}'>● {e}</span>"
         for w in look.warnings:
             tip += f"<br><span style='color:{s.t.warning}'>▲ {w}</span>"
-        self.setToolTip(tip)
+        self._tip = tip
+        self._update_tooltip()
         self.update()
+
+    def _update_tooltip(self) -> None:
+        tip = self._tip
+        if self.run_stale and self.run_state != "idle":
+            tip += ("<br><span style='opacity:.7'>The grey run state is from before you "
+                    "edited this node. Run again to refresh it.</span>")
+        self.setToolTip(tip)
 
     def _row_y(self, i: int, n: int) -> float:
         if not self._body_rows:
@@ -293,7 +302,23 @@ class NodeItem(QGraphicsItem):
             return
         self.prepareGeometryChange()
         self.run_state, self.run_count, self.run_text = state, count, text
+        self._update_tooltip()
         self.update()
+
+    def set_run_stale(self, stale: bool) -> None:
+        """The node was edited since the run its badge is from: grey it."""
+        if stale != self.run_stale:
+            self.run_stale = stale
+            self._update_tooltip()
+            self.update()
+
+    def run_state_text(self) -> str:
+        """The line under the node, as drawn (before eliding)."""
+        parts = [self.run_text or self.run_state]
+        if self.run_count:
+            parts.append(str(self.run_count))
+        text = " · ".join(parts)
+        return f"before edit: {text}" if self.run_stale else text
 
     # -- QGraphicsItem ------------------------------------------------------
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
@@ -358,7 +383,7 @@ class NodeItem(QGraphicsItem):
         painter.setBrush(s.node_shadow)
         painter.drawRoundedRect(card.translated(0, 2), RADIUS, RADIUS)
         painter.setBrush(s.node)
-        if self.run_state in RUN_COLORS:
+        if self.run_state in RUN_COLORS and not self.run_stale:
             border = QPen(getattr(s, RUN_COLORS[self.run_state]), 2)
         elif selected:
             border = QPen(s.accent, 2)
@@ -482,15 +507,20 @@ class NodeItem(QGraphicsItem):
         # run state goes on its own line below them.
         y = self.height + (32 if self.look.tools_port else 14)
         x = 4.0
-        painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(color)
-        painter.drawEllipse(QPointF(x + 4, y), 4, 4)
-        parts = [self.run_text or self.run_state]
-        if self.run_count:
-            parts.append(str(self.run_count))
+        if self.run_stale:
+            # From before an edit: a hollow grey dot and faded text.
+            painter.setOpacity(painter.opacity() * 0.75)
+            painter.setPen(QPen(s.muted, 1.5))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawEllipse(QPointF(x + 4, y), 3.5, 3.5)
+        else:
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(color)
+            painter.drawEllipse(QPointF(x + 4, y), 4, 4)
         painter.setPen(s.muted)
         painter.setFont(s.sub_font)
-        text = s.sub_fm.elidedText(" · ".join(parts), Qt.TextElideMode.ElideRight, NODE_W - x - 14)
+        text = s.sub_fm.elidedText(self.run_state_text(), Qt.TextElideMode.ElideRight,
+                                   NODE_W - x - 14)
         painter.drawText(QPointF(x + 13, y + 4), text)
 
 
@@ -511,6 +541,7 @@ class WireItem(QGraphicsItem):
         self._hover = False
         self.activity = 0
         self.flash = False
+        self.stale = False  # the count is from before an edit of an end node
         self._path = QPainterPath()
         self._shape = QPainterPath()
         self._rect = QRectF()
@@ -551,6 +582,13 @@ class WireItem(QGraphicsItem):
         self.update_path()
         self.update()
 
+    def set_stale(self, stale: bool) -> None:
+        if stale != self.stale:
+            self.stale = stale
+            if stale:
+                self.flash = False
+            self.update()
+
     def _label_rect(self) -> QRectF:
         mid = self._path.pointAtPercent(0.5)
         w = style().chip_fm.horizontalAdvance(str(self.activity)) + 12
@@ -578,7 +616,7 @@ class WireItem(QGraphicsItem):
         width = 2.0
         if selected:
             color, width = (s.accent, 3.0)
-        elif self.flash:
+        elif self.flash and not self.stale:
             color, width = (s.running, 3.0)
         elif self._hover:
             color = s.wire_hover if not self.tools else s.tools
@@ -595,11 +633,11 @@ class WireItem(QGraphicsItem):
         painter.drawPath(self._path)
         if self.activity and lod >= LOD_TEXT:
             rect = self._label_rect()
-            painter.setPen(QPen(color, 1))
+            painter.setPen(QPen(s.node_border if self.stale else color, 1))
             painter.setBrush(s.node)
             painter.drawRoundedRect(rect, 8, 8)
             painter.setFont(s.chip_font)
-            painter.setPen(s.text)
+            painter.setPen(s.muted if self.stale else s.text)
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, str(self.activity))
 
 

@@ -85,9 +85,22 @@ class FlowScene(QGraphicsScene):
     def clear_run_state(self) -> None:
         for item in self._nodes.values():
             item.set_run_state("idle")
+            item.set_run_stale(False)
         for w in self._wires:
             if w is not None and (w.activity or w.flash):
                 w.set_activity(0)
+            if w is not None:
+                w.set_stale(False)
+
+    def set_run_stale(self, node_ids) -> None:
+        """Grey the run badges of these nodes (edited since the run), and the
+        message counts on their wires; every other badge is current."""
+        ids = set(node_ids)
+        for node_id, item in self._nodes.items():
+            item.set_run_stale(node_id in ids)
+        for w in self._wires:
+            if w is not None:
+                w.set_stale(w.source.node_id in ids or w.target.node_id in ids)
 
     def selected_node_items(self) -> list[NodeItem]:
         return [i for i in self.selectedItems() if isinstance(i, NodeItem)]

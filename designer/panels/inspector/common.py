@@ -202,3 +202,19 @@ class JsonTree(QTreeWidget):
         if path:
             menu.addAction("Copy path", lambda: copy_text(path))
         menu.exec(self.viewport().mapToGlobal(pos))
+
+
+def grey_rows(item: QTreeWidgetItem, columns: int, grey: bool) -> None:
+    """Draw a row in the muted colour (it is about a node edited since the
+    run), or back in the view's own colours."""
+    for col in range(columns):
+        if grey:
+            item.setForeground(col, color("muted"))
+        else:
+            item.setData(col, Qt.ItemDataRole.ForegroundRole, None)
+    font = item.font(0)
+    if font.italic() != grey:
+        for col in range(columns):
+            f = item.font(col)
+            f.setItalic(grey)
+            item.setFont(col, f)

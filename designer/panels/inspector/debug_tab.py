@@ -25,6 +25,7 @@ from .common import (
     JsonTree,
     copy_text,
     fmt_seconds,
+    grey_rows,
     hint_label,
     mono_font,
     preview,
@@ -121,12 +122,11 @@ class DebugTab(QWidget):
             self._add_node(entry.node)
             item = QTreeWidgetItem(self.list)
             item.setText(0, fmt_seconds(entry.t))
-            item.setText(1, self.ctx.name_of(entry.node))
-            item.setToolTip(1, entry.node)
             item.setText(2, preview(entry.value))
             item.setFont(2, self._mono)
             item.setData(0, ENTRY_ROLE, entry)
             item.setHidden(bool(wanted) and entry.node != wanted)
+            self._style(item, entry)
         self._shown_seq = model.debug_seq
         overflow = self.list.topLevelItemCount() - model.debug.maxlen  # type: ignore[operator]
         for _ in range(max(0, overflow)):
@@ -142,8 +142,27 @@ class DebugTab(QWidget):
         self.list.clear()
         self.detail.clear()
         self._shown_seq = 0
+        self._nodes.clear()
+        self.filter.blockSignals(True)
+        while self.filter.count() > 1:
+            self.filter.removeItem(1)
+        self.filter.setCurrentIndex(0)
+        self.filter.blockSignals(False)
         self.stack.setCurrentIndex(0)
         self._update_count()
+
+    def restyle(self) -> None:
+        """The flow was edited: grey the lines of nodes that changed since."""
+        for i in range(self.list.topLevelItemCount()):
+            item = self.list.topLevelItem(i)
+            self._style(item, item.data(0, ENTRY_ROLE))
+
+    def _style(self, item: QTreeWidgetItem, entry: DebugEntry) -> None:
+        note = self.ctx.stale_note(entry.node)
+        grey_rows(item, 3, bool(note))
+        item.setText(1, self.ctx.name_of(entry.node))
+        item.setToolTip(1, note or entry.node)
+        item.setToolTip(2, note)
 
     def clear(self) -> None:
         self.list.clear()

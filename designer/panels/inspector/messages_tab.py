@@ -85,10 +85,11 @@ class MessagesTab(QWidget):
             last = model.last.get(self.node_id, {})
             counts = model.node_stats.get(self.node_id, {})
             self.header.setText(self.ctx.name_of(self.node_id))
-            self.note.setText(
-                f"{counts.get('in', 0)} in · {counts.get('out', 0)} out · "
-                f"{counts.get('errors', 0)} errors" if counts else
-                "This node has not received a message in this run.")
+            text = (f"{counts.get('in', 0)} in · {counts.get('out', 0)} out · "
+                    f"{counts.get('errors', 0)} errors" if counts else
+                    "This node has not received a message in this run.")
+            stale = self.ctx.stale_note(self.node_id)
+            self.note.setText(f"{stale} {text}" if stale else text)
             self.outgoing.show()
             self.incoming.show_messages("Last in", last.get("in", []))
             self.outgoing.show_messages("Last out", last.get("out", []))
@@ -108,10 +109,16 @@ class MessagesTab(QWidget):
             (src, port), (dst, dport) = wire.source, wire.target
             self.header.setText(f"{self.ctx.name_of(src)}  ·  {port}  →  "
                                 f"{self.ctx.name_of(dst)}  ·  {dport}")
-        count = model.wire_counts.get(str(index), 0)
-        message = model.last_wire.get(str(index))
+        # The run counted wires by its own indices; edits since may have
+        # shifted them, or this wire may be new.
+        ran = self.ctx.run_wire(index)
+        count = model.wire_counts.get(str(ran), 0) if ran is not None else 0
+        message = model.last_wire.get(str(ran)) if ran is not None else None
         self.outgoing.hide()
-        if message is not None:
+        if ran is None and wire is not None and model.run_id:
+            self.note.setText("This wire was added after the run: nothing went along it yet.")
+            self.incoming.show_messages("Last message", [])
+        elif message is not None:
             self.note.setText(f"{count} message{'s' if count != 1 else ''} carried.")
             self.incoming.show_messages("Last message", [message])
         elif wire is not None and model.last.get(wire.source[0], {}).get("out"):

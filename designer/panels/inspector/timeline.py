@@ -97,7 +97,8 @@ class TimelineCanvas(QWidget):
             top = HEADER + i * ROW
             if i % 2:
                 p.fillRect(QRectF(0, top, self.width(), ROW), alt)
-            p.setPen(text)
+            # A node edited since the run: its row is history, drawn faint.
+            p.setPen(faint if self.ctx.stale_reason(node) else text)
             label = fm.elidedText(self.ctx.name_of(node), Qt.TextElideMode.ElideRight, GUTTER - 20)
             p.drawText(QRectF(12, top, GUTTER - 16, ROW),
                        Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, label)

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .common import JsonTree, color, fmt_duration, hint_label, mono_font, preview
+from .common import JsonTree, color, fmt_duration, grey_rows, hint_label, mono_font, preview
 from .model import ToolCallRecord
 
 if TYPE_CHECKING:
@@ -116,6 +116,17 @@ class ToolsTab(QWidget):
         if current is not None and current.data(0, CALL_ROLE) is not None:
             self._current_changed(current)
 
+    def restyle(self) -> None:
+        """The flow was edited: grey the calls of tools and agents that
+        changed since the run."""
+        for item in self._call_items.values():
+            self._fill(item, item.data(0, CALL_ROLE))
+        for agent, item in self._agent_items.items():
+            note = self.ctx.stale_note(agent)
+            grey_rows(item, 1, bool(note))
+            item.setText(0, self.ctx.name_of(agent))
+            item.setToolTip(0, note or agent)
+
     def _agent_item(self, agent: str) -> QTreeWidgetItem:
         item = self._agent_items.get(agent)
         if item is None:
@@ -133,8 +144,10 @@ class ToolsTab(QWidget):
         return item
 
     def _fill(self, item: QTreeWidgetItem, call: ToolCallRecord) -> None:
+        note = self.ctx.stale_note(call.node) or self.ctx.stale_note(call.agent)
         item.setText(0, call.tool)
-        item.setToolTip(0, f"node: {self.ctx.name_of(call.node)}" if call.node else "")
+        tip = f"node: {self.ctx.name_of(call.node)}" if call.node else ""
+        item.setToolTip(0, "\n".join(t for t in (tip, note) if t))
         item.setText(1, preview(call.args, 200))
         item.setToolTip(1, preview(call.args, 2000))
         item.setText(2, result_text(call))
@@ -145,6 +158,11 @@ class ToolsTab(QWidget):
             item.setForeground(2, QBrush(color(call.status)))
         item.setText(3, fmt_duration(call.ms) if call.t1 is not None else "…")
         item.setText(4, call.caller_id)
+        if note:
+            grey_rows(item, len(COLUMNS), True)
+        elif item.font(0).italic():
+            grey_rows(item, len(COLUMNS), False)
+            self._fill(item, call)  # the result's colour again
 
     def _current_changed(self, item: QTreeWidgetItem | None, _prev: object = None) -> None:
         call: ToolCallRecord | None = item.data(0, CALL_ROLE) if item is not None else None
