@@ -22,12 +22,20 @@ from runtime.flow import Problem
 
 from .panels.inspector import Inspector
 from .panels.inspector.common import COLORS, fmt_duration
+from .panels.inspector.dock import InspectorDock
 from .panels.inspector.inspector import TAB_AGENT, TAB_DEBUG, TAB_PROBLEMS
+from .panels.inspector.staleness import RunSnapshot
 from .run_controller import RunController
 
 log = logging.getLogger(__name__)
 
 TRACE_KEY = "run/record_every_message"
+
+
+def _settings() -> QSettings:
+    from .main_window import settings
+
+    return settings()
 
 
 def open_history() -> Any:
@@ -57,10 +65,14 @@ class RunSession(QObject):
         self.inspector = Inspector(registry=registry, history=self.history)
         self.inspector.set_flow(self.document.flow)
         self.inspector.show_validation(list(getattr(self.document, "problems", [])))
-        window.inspector_dock.setWidget(self.inspector)
+        self.dock = InspectorDock(window, window.inspector_dock, self.inspector, _settings)
         self._node_state: dict[str, tuple[str, int, str]] = {}
         self._result: RunResult | None = None
-        self._dock_sized = False
+        # The flow the current (or last) run ran, to tell what was edited
+        # since; None once another flow is on screen.
+        self.snapshot: RunSnapshot | None = None
+        self._wire_map: dict[int, int] | None = None  # run's wire index -> index now
+        self._run_on_screen = False  # the running flow is the one on screen
 
         # status bar
         self.status = QLabel("Ready")
@@ -107,6 +119,13 @@ class RunSession(QObject):
         for sig in ("changed", "flow_reset"):
             if hasattr(doc, sig):
                 getattr(doc, sig).connect(lambda *_: self.inspector.set_flow(doc.flow))
+        doc.flow_reset.connect(self._on_flow_reset)
+        doc.node_changed.connect(self._on_node_edited)
+        doc.node_removed.connect(lambda node_id, _index: self._on_node_edited(node_id))
+        doc.node_added.connect(self._on_node_added)
+        doc.wire_added.connect(self._on_wires_edited)
+        doc.wire_removed.connect(self._on_wires_edited)
+        doc.settings_changed.connect(self._on_settings_edited)
         if hasattr(doc, "problems_changed"):
             doc.problems_changed.connect(self._on_document_problems)
         scene = getattr(window, "scene", None)
@@ -224,20 +243,68 @@ class RunSession(QObject):
         scene = getattr(self.window, "scene", None)
         if scene is not None and hasattr(scene, "clear_run_state"):
             scene.clear_run_state()
+        # Emitted from inside controller.run(), before any edit can land:
+        # the document's flow is the one that runs.
+        self.snapshot = RunSnapshot(self.document.flow.model_copy(deep=True))
+        self._wire_map = None
+        self._run_on_screen = True
+        self.inspector.set_snapshot(self.snapshot)
         self._set_status("running", "Running… 0.0 s")
-        self._show_dock()
+        self.dock.open(by_run=True)
 
-    def _show_dock(self) -> None:
-        dock = self.window.inspector_dock
-        if dock is None or dock.isVisible():
-            return
-        dock.show()
-        if not self._dock_sized and hasattr(self.window, "resizeDocks"):
-            # a first showing gets room to read a conversation in; after
-            # that the user's own size stands
-            self._dock_sized = True
-            height = max(260, int(self.window.height() * 0.4))
-            self.window.resizeDocks([dock], [height], Qt.Orientation.Vertical)
+    # -- the flow on screen changes under the run's results -------------------
+    def _on_flow_reset(self) -> None:
+        """New, Open, a recovery: the last run is about a flow that is no
+        longer on screen. Its badges went with the old items; its results
+        leave the inspector (History keeps them), and a run still going is
+        stopped, as deploying another flow stops the old one in Node-RED."""
+        self._run_on_screen = False
+        self.snapshot = None
+        self._wire_map = None
+        self._node_state.clear()
+        if self.controller.is_running:
+            self.controller.stop()
+        self.inspector.clear_run()
+        self.dock.fold_after_run()
+        self.status.setText("Ready")
+        self.status.setToolTip("")
+
+    def _on_node_edited(self, node_id: str) -> None:
+        if self.snapshot is not None and self.snapshot.node_edited(
+                node_id, self.document.node(node_id)):
+            self._show_staleness()
+
+    def _on_node_added(self, node_id: str) -> None:
+        # Undoing a delete brings the node back: its badge comes back too.
+        state = self._node_state.get(node_id)
+        item = self.window.scene.item_for_node(node_id)
+        if state is not None and item is not None:
+            item.set_run_state(*state)
+        self._on_node_edited(node_id)
+
+    def _on_wires_edited(self, *_: Any) -> None:
+        self._wire_map = None
+        if self.snapshot is not None:
+            self.snapshot.wires_edited(self.document.flow)
+            self._show_staleness()
+
+    def _on_settings_edited(self) -> None:
+        if self.snapshot is not None and self.snapshot.settings_edited(self.document.flow):
+            self._show_staleness()
+
+    def _show_staleness(self) -> None:
+        stale = self.snapshot.stale if self.snapshot is not None else set()
+        scene = getattr(self.window, "scene", None)
+        if scene is not None and hasattr(scene, "set_run_stale"):
+            scene.set_run_stale(stale)
+        self.inspector.update_staleness()
+
+    def _current_wire(self, run_index: int) -> int | None:
+        if self.snapshot is None:
+            return run_index
+        if self._wire_map is None:
+            self._wire_map = self.snapshot.wire_map(self.document.flow)
+        return self._wire_map.get(run_index)
 
     def _on_tick(self, ms: float) -> None:
         if self.controller.state == "stopping":
@@ -268,7 +335,7 @@ class RunSession(QObject):
         self.inspector.show_refused(problems)
         n = len(problems)
         self._set_status("error", f"Not run: {n} problem{'s' if n != 1 else ''} to fix")
-        self._show_dock()
+        self.dock.open(by_run=True)
 
     def _on_document_problems(self, problems: list[Problem]) -> None:
         if not self.controller.is_running:
@@ -281,6 +348,8 @@ class RunSession(QObject):
 
     # -- events -> canvas ---------------------------------------------------
     def _on_events(self, events: list[Event]) -> None:
+        if not self._run_on_screen:
+            return  # the end of a run of a flow that was closed meanwhile
         self.inspector.apply_events(events)
         try:
             self._update_canvas(events)
@@ -307,7 +376,8 @@ class RunSession(QObject):
                         continue
                     self._badge(node_id, state, counts.get("in", 0), prev[2])
                 for index, count in e.wires.items():
-                    item = scene.item_for_wire(int(index))
+                    now = self._current_wire(int(index))
+                    item = scene.item_for_wire(now) if now is not None else None
                     if item is not None:
                         item.set_activity(count)
             elif kind == "node.error":
