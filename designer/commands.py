@@ -8,6 +8,7 @@ their parts in a fixed order."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtGui import QUndoCommand
@@ -249,15 +250,18 @@ def fragment_json(doc: FlowDocument, node_ids: list[str]) -> str:
 
 
 def paste_command(doc: FlowDocument, text: str, offset: tuple[float, float] = (40, 40),
-                  at: tuple[float, float] | None = None, *,
-                  cascade: bool = True) -> Paste | None:
+                  at: tuple[float, float] | None = None, *, cascade: bool = True,
+                  size_of: SizeOf | None = None) -> Paste | None:
     """A Paste command for flow JSON text, or None if the text is not a flow
     fragment this registry can take. Ids are renamed to be unique and each
     copy's name is numbered ("Send Mail 2"); wires to nodes outside the
-    fragment are dropped. Without ``at`` the copy lands ``offset`` from the
-    original; with ``cascade``, as many steps of ``offset`` away as it takes
-    to land on no node (none when the original is gone), so repeated pastes
-    fan out instead of piling up."""
+    fragment are dropped.
+
+    The copy lands at ``at`` if given, else ``offset`` from its original.
+    With ``cascade`` it then moves on in steps of ``offset`` until it covers
+    no node (``size_of(node)`` gives a node's (width, height); without it,
+    only nodes on the very same spot count), so repeated pastes fan out
+    instead of piling up, and a cut node pastes back where it was."""
     try:
         data: Any = json.loads(text)
         fragment = parse_flow(data)
@@ -269,9 +273,11 @@ def paste_command(doc: FlowDocument, text: str, offset: tuple[float, float] = (4
     if at is not None:
         minx = min(n.position[0] for n in nodes)
         miny = min(n.position[1] for n in nodes)
-        offset = (at[0] - minx, at[1] - miny)
-    elif cascade:
-        offset = cascade_offset(doc, [n.position for n in nodes], offset)
+        base = (at[0] - minx, at[1] - miny)
+    else:
+        base = (0.0, 0.0) if cascade else offset
+    if cascade:
+        base = cascade_offset(doc, nodes, base, offset, size_of)
     renamed: dict[str, str] = {}
     taken = {n.id for n in doc.flow.nodes}
     labels = {node_label(doc, n) for n in doc.flow.nodes}
@@ -286,7 +292,7 @@ def paste_command(doc: FlowDocument, text: str, offset: tuple[float, float] = (4
         if label in labels:  # a copy beside its original; a cut one keeps its name
             copy.name = numbered_name(label, labels)
         labels.add(copy.name or label)
-        copy.position = (n.position[0] + offset[0], n.position[1] + offset[1])
+        copy.position = (n.position[0] + base[0], n.position[1] + base[1])
         new_nodes.append(copy)
     new_wires = [Wire.model_validate({"from": [renamed[w.source[0]], w.source[1]],
                                       "to": [renamed[w.target[0]], w.target[1]]})
@@ -294,26 +300,31 @@ def paste_command(doc: FlowDocument, text: str, offset: tuple[float, float] = (4
     return Paste(doc, new_nodes, new_wires)
 
 
-#: Two nodes closer than this lie on top of each other, for cascading.
+SizeOf = Callable[[FlowNode], tuple[float, float]]
+#: Without sizes, two nodes closer than this lie on top of each other.
 _SAME_SPOT = 8.0
 _MAX_CASCADE = 100
 
 
-def cascade_offset(doc: FlowDocument, positions: list[tuple[float, float]],
-                   step: tuple[float, float]) -> tuple[float, float]:
-    """The first multiple of ``step`` (from 0: where nothing lies there any
-    more, as after a cut, the copy lands in place) at which none of
-    ``positions`` lands on an existing node's position."""
-    spots = [n.position for n in doc.flow.nodes]
+def cascade_offset(doc: FlowDocument, nodes: list[FlowNode], base: tuple[float, float],
+                   step: tuple[float, float],
+                   size_of: SizeOf | None = None) -> tuple[float, float]:
+    """``base`` plus the fewest steps (from none) at which none of
+    ``nodes``, moved by it, overlaps a node of the document."""
+    def size(n: FlowNode) -> tuple[float, float]:
+        return size_of(n) if size_of is not None else (_SAME_SPOT, _SAME_SPOT)
+
+    placed = [(n.position, size(n)) for n in doc.flow.nodes]
+    moving = [(n.position, size(n)) for n in nodes]
 
     def clash(dx: float, dy: float) -> bool:
-        return any(abs(x + dx - sx) < _SAME_SPOT and abs(y + dy - sy) < _SAME_SPOT
-                   for x, y in positions for sx, sy in spots)
+        return any(x + dx < sx + sw and sx < x + dx + w and y + dy < sy + sh and sy < y + dy + h
+                   for (x, y), (w, h) in moving for (sx, sy), (sw, sh) in placed)
 
     k = 0
-    while k < _MAX_CASCADE and clash(step[0] * k, step[1] * k):
+    while k < _MAX_CASCADE and clash(base[0] + step[0] * k, base[1] + step[1] * k):
         k += 1
-    return (step[0] * k, step[1] * k)
+    return (base[0] + step[0] * k, base[1] + step[1] * k)
 
 
 def node_label(doc: FlowDocument, fnode: FlowNode) -> str:

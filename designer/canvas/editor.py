@@ -7,10 +7,12 @@ selection copied in one window pastes into another, or into an editor."""
 
 from __future__ import annotations
 
+import json
+
 from PySide6.QtCore import QMimeData, QObject, QPointF
 from PySide6.QtGui import QGuiApplication
 
-from runtime.flow import Wire
+from runtime.flow import Wire, parse_flow
 
 from ..commands import (
     CLIPBOARD_MIME,
@@ -26,6 +28,10 @@ from ..commands import (
 from .items import GRID, HEADER_H, NODE_W, snap
 from .scene import FlowScene
 from .view import FlowView
+
+#: The height of a node not yet drawn (pasted from another window), for
+#: placing copies; a plain node with one row of chips.
+TYPICAL_NODE_H = 64.0
 
 
 class CanvasEditor(QObject):
@@ -92,18 +98,19 @@ class CanvasEditor(QObject):
 
     def paste_text(self, text: str, at: QPointF | None = None, label: str = "Paste") -> list[str]:
         """Paste flow JSON. With ``at`` (the canvas menu's click point) the
-        copy lands there; else a step from its original, cascading past
-        earlier copies, as long as that is in sight; otherwise (pasted from
-        another window, or scrolled away) at the mouse, or the view's
-        centre."""
-        origin = None
+        copy lands there; else just below its original, and below earlier
+        copies (a column, each readable), as long as that is in sight;
+        otherwise (pasted from another window, or scrolled away) at the
+        mouse, or the view's centre. It never covers a node."""
+        step = (0.0, self._fragment_height(text) + GRID)
+        cmd = None
         if at is None:
-            cmd = paste_command(self.doc, text, offset=(GRID * 2, GRID * 2))
+            cmd = paste_command(self.doc, text, offset=step, size_of=self._size_of)
             if cmd is not None and not self._in_sight(cmd.nodes):
                 at = self.view.cursor_scene_pos() or self.view.view_center()
         if at is not None:
             origin = (snap(at.x()), snap(at.y())) if self.scene.snap_to_grid else (at.x(), at.y())
-            cmd = paste_command(self.doc, text, at=origin)
+            cmd = paste_command(self.doc, text, offset=step, at=origin, size_of=self._size_of)
         if cmd is None:
             return []
         cmd.setText(label)
@@ -111,6 +118,27 @@ class CanvasEditor(QObject):
         ids = [n.id for n in cmd.nodes]
         self.scene.select_nodes(ids)
         return ids
+
+    def _size_of(self, fnode) -> tuple[float, float]:
+        """A node's size on the canvas: its item's, when a node of the same
+        type is drawn under that id (the original of a copy), else a
+        typical one."""
+        item = self.scene.item_for_node(fnode.id)
+        drawn = self.doc.node(fnode.id)
+        if item is not None and drawn is not None and drawn.type == fnode.type:
+            return (NODE_W, float(item.height))
+        return (NODE_W, TYPICAL_NODE_H)
+
+    def _fragment_height(self, text: str) -> float:
+        try:
+            nodes = parse_flow(json.loads(text)).nodes
+        except Exception:
+            return TYPICAL_NODE_H
+        if not nodes:
+            return TYPICAL_NODE_H
+        top = min(n.position[1] for n in nodes)
+        bottom = max(n.position[1] + self._size_of(n)[1] for n in nodes)
+        return snap(bottom - top + GRID / 2, GRID)
 
     def _in_sight(self, nodes) -> bool:
         seen = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
