@@ -117,8 +117,8 @@ class CredentialsDialog(QDialog):
 
         body = QHBoxLayout()
         body.setSpacing(12)
-        left = QVBoxLayout()
-        left.addWidget(QLabel("<b>Stored</b>", self))
+        stored_box = QGroupBox("Stored", self)
+        left = QVBoxLayout(stored_box)
         self.names = QListWidget(self)
         self.names.setObjectName("credentialNames")
         self.names.setMinimumWidth(190)
@@ -127,7 +127,7 @@ class CredentialsDialog(QDialog):
         left.addWidget(self.names, 1)
         self.empty_label = QLabel("Nothing stored yet: add a key on the right.", self)
         self.empty_label.setWordWrap(True)
-        self.empty_label.setObjectName("muted")
+        self.empty_label.setStyleSheet("color: palette(placeholder-text);")
         left.addWidget(self.empty_label)
         row = QHBoxLayout()
         self.replace_button = QPushButton("Replace…", self)
@@ -138,7 +138,7 @@ class CredentialsDialog(QDialog):
         row.addWidget(self.replace_button)
         row.addWidget(self.delete_button)
         left.addLayout(row)
-        body.addLayout(left, 2)
+        body.addWidget(stored_box, 2)
 
         right = QVBoxLayout()
         right.setSpacing(10)
@@ -190,7 +190,7 @@ class CredentialsDialog(QDialog):
         self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.models = QListWidget(test_box)
         self.models.setObjectName("models")
-        self.models.setMinimumHeight(90)
+        self.models.setMinimumHeight(100)
         self.models.hide()
         tform.addRow("Base URL", self.base_url_edit)
         tform.addRow("Key", self.key_combo)
@@ -205,6 +205,7 @@ class CredentialsDialog(QDialog):
         self.backend_label.setObjectName("backendNote")
         self.backend_label.setWordWrap(True)
         self.backend_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.backend_label.setStyleSheet("color: palette(placeholder-text);")
         layout.addWidget(self.backend_label)
 
         self.buttons = QDialogButtonBox(self)
@@ -221,7 +222,7 @@ class CredentialsDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
 
-        self.resize(720, 480)
+        self.resize(800, 620)
         self.refresh(select)
         self._update_form()
 

@@ -44,6 +44,8 @@ from .. import theme
 TEXT = "Text"
 _ROW_ROLE = Qt.ItemDataRole.UserRole + 1  # per row: {"join": bool, "turn": {...}, "call": {...}}
 _COL_TURN, _COL_REPLY, _COL_CONTENT = range(3)
+MAX_ROW_LINES = 4
+MAX_TABLE_H = 320
 HINT = ("Turn n answers the agent's n-th request. In a text, {prompt} stands for the "
         "prompt and {last_result} for the last tool result.")
 
@@ -105,7 +107,7 @@ class TurnsEditor(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked
                                    | QAbstractItemView.EditTrigger.EditKeyPressed
                                    | QAbstractItemView.EditTrigger.AnyKeyPressed)
-        self.table.setWordWrap(False)
+        self.table.setWordWrap(True)  # a call's arguments read whole, over a few lines
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(_COL_TURN, QHeaderView.ResizeMode.Fixed)
@@ -113,7 +115,7 @@ class TurnsEditor(QWidget):
         header.setSectionResizeMode(_COL_CONTENT, QHeaderView.ResizeMode.Stretch)
         header.setHighlightSections(False)
         self.table.setColumnWidth(_COL_TURN, 28)
-        self.table.setColumnWidth(_COL_REPLY, 118)
+        self.table.setColumnWidth(_COL_REPLY, 124)
         self.table.verticalHeader().setDefaultSectionSize(28)
         self.table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.table.itemChanged.connect(self._on_item_changed)
@@ -359,9 +361,9 @@ class TurnsEditor(QWidget):
         combo.clear()
         combo.addItem("Text", TEXT)
         for name in self._tool_names:
-            combo.addItem(f"call {name}", name)
+            combo.addItem(name, name)
         if reply != TEXT and reply not in self._tool_names:
-            combo.addItem(f"call {reply} (not wired)", reply)
+            combo.addItem(f"{reply} (not wired)", reply)
         combo.setCurrentIndex(max(0, combo.findData(reply)))
         combo.setToolTip("What the pretend model answers in this row: text, or a call of one "
                          "of the tools wired to the agent")
@@ -436,12 +438,28 @@ class TurnsEditor(QWidget):
         self.status.setStyleSheet(f"color: {t.error if warnings or problem else t.muted};")
         self.status.setVisible(bool(text))
         self._update_buttons()
-        rows = self.table.rowCount()
-        visible = min(max(rows, 1), 8)
-        frame = 2 * self.table.frameWidth()
-        self.table.setFixedHeight(self.table.horizontalHeader().sizeHint().height()
-                                  + visible * self.table.verticalHeader().defaultSectionSize()
-                                  + frame + 2)
+        self._fit_rows()
+
+    def _fit_rows(self) -> None:
+        """Rows as tall as their wrapped text (up to MAX_ROW_LINES lines), and
+        the table as tall as its rows (up to MAX_TABLE_H, then it scrolls)."""
+        table = self.table
+        base = table.verticalHeader().defaultSectionSize()
+        line = table.fontMetrics().lineSpacing()
+        table.resizeRowsToContents()
+        total = 0
+        for row in range(table.rowCount()):
+            h = min(max(table.rowHeight(row), base), base + (MAX_ROW_LINES - 1) * line)
+            table.setRowHeight(row, h)
+            total += h
+        total = max(total, base)
+        frame = 2 * table.frameWidth()
+        table.setFixedHeight(min(table.horizontalHeader().sizeHint().height() + total + frame + 2,
+                                 MAX_TABLE_H))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._fit_rows()  # a narrower panel wraps the text over more lines
 
     def _update_buttons(self) -> None:
         has_tools = bool(self._tool_names)

@@ -16,13 +16,14 @@ from PySide6.QtCore import QPointF, Qt, QTimer
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QLineEdit, QListWidget
 
+from designer.canvas.items import GRID
 from designer.commands import KEYLESS_SCRIPT
 from designer.credentials_dialog import CredentialsDialog, open_credentials_dialog
 from designer.panels.turns_editor import TEXT, TurnsEditor
 from runtime.agent.scripted import ScriptedProvider, script_problems
 from runtime.registry import Registry
 from tests.gui.editor_fixtures import *  # noqa: F401,F403
-from tests.gui.editor_fixtures import add, body_point
+from tests.gui.editor_fixtures import add, body_point, show_all, wire
 from tests.servers.llm import LlmServer
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "resources" / "examples"
@@ -427,7 +428,7 @@ def test_turns_editor_keeps_what_it_does_not_show(turns):
     assert editor.value() == script
     # A tool no longer wired keeps its name and says so; bad JSON is flagged.
     combo = editor.table.cellWidget(1, 1)
-    assert combo.currentText() == "call gone_tool (not wired)"
+    assert combo.currentText() == "gone_tool (not wired)"
     assert editor.status.isVisible() and "Row 2: Not JSON" in editor.status.text()
     editor.set_tool_names(["send_email"])
     assert editor.value() == script
@@ -472,13 +473,36 @@ def test_paste_lands_beside_the_original_and_cascades(window, qtbot):
     nodes = {n.id: n for n in doc.flow.nodes}
     assert len(nodes) == 3
     copies = [n for n in doc.flow.nodes if n.id != "mail"]
-    assert [n.position for n in copies] == [(240.0, 240.0), (280.0, 280.0)]
     assert [n.name for n in copies] == ["Lookup 2", "Lookup 3"]
+    # A column below the original: same x, each fully below the one before,
+    # one grid step apart, so every copy is readable and none covers another.
+    column = [doc.node("mail"), *copies]
+    for above, below in zip(column, column[1:], strict=False):
+        height = window.scene.item_for_node(above.id).height
+        assert below.position[0] == above.position[0] == 200.0
+        assert height < below.position[1] - above.position[1] <= height + 2 * GRID
     assert doc.node("mail").name is None  # the original is untouched
     assert window.scene.item_for_node(copies[1].id).look.title == "Lookup 3"
     assert window.scene.selected_node_ids() == [copies[1].id]
     doc.undo_stack.undo()
     assert len(doc.flow.nodes) == 2
+
+
+def test_paste_steps_over_a_node_below_the_original(window, qtbot):
+    doc = window.document
+    add(doc, "a", "test.source", 0, 0)
+    add(doc, "b", "test.step", 240, 0)
+    wire(doc, "a", "out", "b")
+    add(doc, "under", "test.sink", 240, 100)
+    show_all(window)
+    window.scene.select_nodes(["a", "b"])
+    window.copy_action.trigger()
+    window.paste_action.trigger()
+    a2, b2 = doc.flow.nodes[-2:]
+    assert (a2.name, b2.name) == ("Source 2", "Step 2")
+    assert [(w.source, w.target) for w in doc.flow.wires][-1] == ((a2.id, "out"), (b2.id, "in"))
+    under = window.scene.item_for_node("under")
+    assert b2.position[0] == 240.0 and b2.position[1] >= 100 + under.height
 
 
 def test_duplicate_cascades_and_numbers_named_nodes(window, qtbot):
