@@ -32,10 +32,13 @@ def _text(value: Any) -> str:
 
 
 def _para(text: str, mono: bool = False) -> str:
-    body = html.escape(text).replace("\n", "<br>")
     if mono:
-        return f'<div style="font-family: monospace; color: #3d4450;">{body}</div>'
-    return f"<div>{body}</div>"
+        # pre-wrap keeps JSON's indentation (HTML would fold the spaces) and
+        # still wraps a long line; the colour is the palette's, so that dark
+        # themes read it too.
+        return (f'<div style="font-family: monospace; white-space: pre-wrap;">'
+                f"{html.escape(text)}</div>")
+    return f"<div>{html.escape(text).replace(chr(10), '<br>')}</div>"
 
 
 def _tool_call_html(call: dict[str, Any]) -> str:
