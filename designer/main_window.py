@@ -702,7 +702,8 @@ Files
   Ctrl+Z — undo; Ctrl+Shift+Z — redo
 
 Run
-  F5 — run; Shift+F5 — stop"""
+  F5 — run; Shift+F5 — stop
+  Ctrl+J — open or fold the inspector"""
 
 
 class _PropertiesPlaceholder(QWidget):
