@@ -98,6 +98,15 @@ async def test_env_variable_reads_the_named_variable(monkeypatch):
         "payload: env variable payload: environment variable SB_TEST_GREETING is not set")
 
 
+async def test_an_expression_may_give_the_type_and_the_text():
+    data = inject_flow()
+    data["nodes"][0]["params"] = {
+        "payload_type": {"scope": "expression", "value": "{{ 'number' }}"},
+        "payload": {"scope": "expression", "value": "{{ 40 + 2 }}"}}
+    result, rec, _ = await run(parse_flow(data))
+    assert result.status == "ok" and rec.debug_values() == [42]
+
+
 @pytest.mark.parametrize("name", ["OPENAI_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD", "MY_SECRET",
                                   "AWS_SECRET_ACCESS_KEY"])
 def test_an_env_variable_that_looks_like_a_secret_is_refused(name, monkeypatch):

@@ -133,15 +133,12 @@ def _shown(value: Any) -> str:
       inputs=())
 class Inject(Node):
     """Starts a flow: sends a message with a payload and topic, once or
-    repeatedly. The payload is typed as text and read as its type says: a
-    string, a number, true/false, JSON, the time (epoch milliseconds) or an
-    environment variable's value."""
+    repeatedly. The payload is typed as text and read as its type says."""
 
-    payload_type = Param(str, "How the payload is read: as text (string), a number, true or "
-                         "false (boolean), JSON, the current time in epoch milliseconds "
-                         "(timestamp), or the value of the environment variable it names",
+    payload_type = Param(str, "How the payload is read. timestamp: the time in epoch "
+                         "milliseconds; env variable: the value of the variable it names",
                          choices=PAYLOAD_TYPES, default="string", allow=CUSTOM)
-    payload = Param("json", "The payload of each message: text, read as the payload type says",
+    payload = Param("json", "e.g. hello, 42, true, {\"name\": \"Ada\"}, or a variable's name",
                     default="", allow=CUSTOM,
                     visible_if={"payload_type": [t for t in PAYLOAD_TYPES if t != "timestamp"]})
     topic = Param(str, "The topic of each message", default="", allow=CUSTOM)
@@ -157,8 +154,9 @@ class Inject(Node):
         payload = params.get("payload")
         if payload is not None and payload.scope is Scope.CUSTOM and kind != "timestamp":
             try:
-                # The environment is the one the run will have only for a run
-                # started here: a missing variable is a run-time error.
+                # Against an environment where every variable is set: the run
+                # may not have the designer's environment, so a variable that
+                # is missing is for the run to report.
                 read_payload(kind, payload.value, environ=_AnyEnv())
             except PayloadError as exc:
                 problems.append(("payload", f"{kind} payload: {exc}"))
@@ -178,13 +176,21 @@ class Inject(Node):
     def __init__(self, id: str, name: str = "", params: dict | None = None,
                  outputs: dict | None = None, runtime: Any = None) -> None:
         super().__init__(id, name, params, outputs, runtime)
-        self._kind = payload_type_of(params or {})
+        settings = params or {}
+        self._kind = payload_type_of(settings)
+        chosen = settings.get("payload_type")
+        # An expression may choose the type per message; a fixed one is known now.
+        self._kind_fixed = chosen is None or chosen.scope is Scope.CUSTOM
 
     def make(self, i: int = 0) -> Message:
+        kind = self._kind if self._kind_fixed else self.payload_type.get()
+        if kind not in PAYLOAD_TYPES:
+            raise NodeConfigError(f"payload_type: {kind!r} is not one of "
+                                  f"{', '.join(PAYLOAD_TYPES)}")
         try:
-            payload = read_payload(self._kind, self.payload.get())
+            payload = read_payload(kind, self.payload.get())
         except PayloadError as exc:
-            raise NodeConfigError(f"payload: {self._kind} payload: {exc}") from None
+            raise NodeConfigError(f"payload: {kind} payload: {exc}") from None
         if isinstance(payload, (dict, list)):
             payload = deep_copy(payload)  # each message its own; str/number/bool are immutable
         return Message(_msgid=new_msgid(), payload=payload, topic=self.topic.get())
