@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
+    QHeaderView,
     QLabel,
     QSplitter,
     QStackedWidget,
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 CALL_ROLE = Qt.ItemDataRole.UserRole + 20
 AGENT_ROLE = Qt.ItemDataRole.UserRole + 21
-COLUMNS = ["Tool", "Arguments (as the LLM sent them)", "Result", "Duration", "Caller id"]
+COLUMNS = ["Tool", "Arguments from the LLM", "Result", "Duration", "Caller id"]
 
 STATUS_TEXT = {"success": "✓ success", "error": "✕ error", "refused": "⊘ refused",
                "running": "… running", "cancelled": "■ cancelled"}
@@ -54,8 +55,18 @@ class ToolsTab(QWidget):
         self.tree.setHeaderLabels(COLUMNS)
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
-        for col, width in enumerate((150, 360, 300, 80, 120)):
-            self.tree.setColumnWidth(col, width)
+        # Arguments and result share what the tool name, duration and id
+        # leave, so no column hides past a scroll bar beside the canvas.
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        header.setMinimumSectionSize(60)
+        for col, mode in enumerate((QHeaderView.ResizeMode.Interactive,
+                                    QHeaderView.ResizeMode.Stretch,
+                                    QHeaderView.ResizeMode.Stretch,
+                                    QHeaderView.ResizeMode.ResizeToContents,
+                                    QHeaderView.ResizeMode.ResizeToContents)):
+            header.setSectionResizeMode(col, mode)
+        self.tree.setColumnWidth(0, 130)
         self.tree.currentItemChanged.connect(self._current_changed)
         self.tree.itemClicked.connect(self._clicked)
 
@@ -74,7 +85,7 @@ class ToolsTab(QWidget):
         split.addWidget(detail_box)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
-        split.setSizes([820, 420])
+        split.setSizes([660, 440])
         self.empty = hint_label("No tool calls yet. Wire a node to an agent's tools port and run "
                                 "the flow: each call the LLM makes is listed here with its "
                                 "arguments and result.")
