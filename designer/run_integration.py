@@ -284,9 +284,12 @@ class RunSession(QObject):
 
     def _on_wires_edited(self, *_: Any) -> None:
         self._wire_map = None
-        if self.snapshot is not None:
-            self.snapshot.wires_edited(self.document.flow)
+        if self.snapshot is None:
+            return
+        if self.snapshot.wires_edited(self.document.flow):
             self._show_staleness()
+        else:
+            self.inspector.messages.refresh()  # a selected wire may have a new index
 
     def _on_settings_edited(self) -> None:
         if self.snapshot is not None and self.snapshot.settings_edited(self.document.flow):

@@ -133,6 +133,14 @@ def test_the_inspector_is_a_strip_until_clicked_and_reopens_at_the_users_height(
     # A tab clicked while open just switches tabs.
     click_tab(window, TAB_HISTORY)
     assert inspector.tabs.currentIndex() == TAB_HISTORY and not inspector.collapsed
+    # A double-click on the strip (not on a tab) folds it, and opens it.
+    empty_spot = QPoint(inspector.hint.geometry().center().x(), strip_height(window) // 2)
+    QTest.mouseDClick(inspector.strip, Qt.MouseButton.LeftButton,
+                      Qt.KeyboardModifier.NoModifier, empty_spot)
+    assert inspector.collapsed
+    QTest.mouseDClick(inspector.strip, Qt.MouseButton.LeftButton,
+                      Qt.KeyboardModifier.NoModifier, empty_spot)
+    qtbot.waitUntil(lambda: dock.height() == 333)
 
     # Next session (a new window, its layout restored): a strip again, and
     # opened, it has the height the user gave it.
