@@ -372,20 +372,13 @@ KEYLESS_SCRIPT = [{"text": "Scripted answer (no API key is set up yet) to: {prom
 
 def key_configured(provider: str) -> bool:
     """Whether a key for the provider is stored or in its environment
-    variable (runtime.credentials decides, where it exists)."""
-    try:
-        from runtime.credentials import key_configured as configured
-    except ImportError:
-        configured = None
-    if configured is not None:
-        try:
-            return bool(configured(provider))
-        except Exception:
-            return False
-    import os
+    variable; a store that cannot be read counts as none."""
+    from runtime.credentials import key_configured as configured
 
-    env = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(provider)
-    return bool(env and os.environ.get(env))
+    try:
+        return bool(configured(provider))
+    except Exception:
+        return False
 
 
 def starting_params(doc: FlowDocument, type_id: str) -> dict[str, ParamValue]:
