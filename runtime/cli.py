@@ -95,6 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
     pi.add_argument("path", help="a folder with a plugin.json")
     pi.add_argument("--force", action="store_true", help="replace an installed package")
     pks.add_parser("list", help="the plugin packages found, and their state")
+
+    c = sub.add_parser("credentials", help="store API keys and passwords that flows name "
+                                           "(the system keyring, or an encrypted file)")
+    cs = c.add_subparsers(dest="credentials_command", required=True, parser_class=_Parser)
+    cs.add_parser("list", help="the stored names (never the secrets) and where they are")
+    cset = cs.add_parser("set", help="store a secret under NAME, read from the terminal "
+                                     "without echo, or from standard input")
+    cset.add_argument("name")
+    cdel = cs.add_parser("delete", help="remove the entry NAME")
+    cdel.add_argument("name")
+    ct = cs.add_parser("test", help="list the models of an OpenAI-compatible server")
+    ct.add_argument("base_url", help="e.g. http://127.0.0.1:11434/v1")
+    ct.add_argument("--key", metavar="NAME", help="the stored credential to send as API key")
     return p
 
 
@@ -109,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None or args.command == "design":
             return _design(args)
         handler = {"run": _run, "validate": _validate, "nodes": _nodes, "tools": _tools,
-                   "package": _package}[args.command]
+                   "package": _package, "credentials": _credentials}[args.command]
         return handler(args)
     except UsageError as exc:
         print(f"switchboard: {exc}", file=sys.stderr)
@@ -505,6 +518,43 @@ def _package(args: argparse.Namespace) -> int:
                 print(line)
     except scaffold.PackageError as exc:
         raise UsageError(str(exc)) from None
+    return EXIT_OK
+
+
+def _credentials(args: argparse.Namespace) -> int:
+    from runtime import credentials
+
+    try:
+        if args.credentials_command == "list":
+            for name in credentials.list_names():
+                print(name)
+            print(credentials.backend_note(), file=sys.stderr)
+        elif args.credentials_command == "set":
+            credentials.check_name(args.name)
+            if sys.stdin.isatty():
+                import getpass
+
+                secret = getpass.getpass(f"secret for {args.name}: ")
+            else:  # piped: the first line, so that `echo KEY | ...` stores KEY
+                secret = sys.stdin.readline().rstrip("\r\n")
+            credentials.set(args.name, secret)
+            print(f"stored {args.name}; a flow names it as "
+                  f"{json.dumps(credentials.reference(args.name))}")
+        elif args.credentials_command == "delete":
+            if not credentials.delete(args.name):
+                raise UsageError(f"no credential named '{args.name}'")
+            print(f"deleted {args.name}")
+        else:
+            key = None
+            if args.key:
+                key = credentials.get(args.key)
+                if key is None:
+                    raise UsageError(f"--key {args.key}: no credential named '{args.key}'")
+            for model in credentials.list_models(args.base_url, key):
+                print(model)
+    except credentials.CredentialError as exc:
+        print(f"switchboard: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 

@@ -397,7 +397,7 @@ def list_models(base_url: str, api_key: str | None = None, *, timeout: float = 1
     except openai.APITimeoutError:
         raise CredentialError(f"{where}: no answer within {timeout:g} s") from None
     except openai.APIConnectionError as exc:
-        cause = exc.__cause__ or exc
+        cause = re.sub(r"^\[Errno -?\d+\] ", "", str(exc.__cause__ or exc))
         raise CredentialError(hide(f"cannot connect to {url}: {cause}")) from None
     except openai.OpenAIError as exc:
         raise CredentialError(hide(f"{where}: {exc}")) from None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 
 import keyring
 import pytest
@@ -256,3 +258,81 @@ def test_the_agent_groups_its_params_and_scripted_hides_the_connection():
                        "tool_timeout_seconds", "max_tool_calls_per_turn"]
     default = [p.name for p in spec.params if spec.param_visible(p.name, {})]
     assert "script" not in default and "api_key" in default and "base_url" in default
+
+
+# -- the command line ----------------------------------------------------------
+
+def sb(*args: str, data_dir, stdin: str = "") -> subprocess.CompletedProcess:
+    env = {**os.environ, "SWITCHBOARD_DATA_DIR": str(data_dir), credentials.BACKEND_ENV: "file"}
+    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], input=stdin,
+                          capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_credentials_from_the_command_line(tmp_path):
+    r = sb("credentials", "set", "ollama", data_dir=tmp_path, stdin="sk-piped-in-0001\n")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ('stored ollama; a flow names it as {"keyring": "switchboard", '
+                        '"username": "ollama"}\n')
+    assert "sk-piped" not in r.stdout + r.stderr
+    r = sb("credentials", "list", data_dir=tmp_path)
+    assert r.stdout == "ollama\n" and "stored encrypted in" in r.stderr
+    with LlmServer() as llm:
+        llm.api_key = "sk-piped-in-0001"
+        r = sb("credentials", "test", llm.openai_url, "--key", "ollama", data_dir=tmp_path)
+        assert (r.returncode, r.stdout) == (0, "gpt-test\ngpt-test-mini\n")
+        r = sb("credentials", "test", llm.openai_url, data_dir=tmp_path)  # no key: refused
+        assert r.returncode == 1 and "HTTP 401 (the server refused the key)" in r.stderr
+    r = sb("credentials", "delete", "ollama", data_dir=tmp_path)
+    assert r.returncode == 0 and sb("credentials", "list", data_dir=tmp_path).stdout == ""
+    r = sb("credentials", "delete", "ollama", data_dir=tmp_path)
+    assert r.returncode == 2 and r.stderr == "switchboard: no credential named 'ollama'\n"
+
+
+def _doc_block(lang: str) -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "credentials.md").read_text()
+    section = text.split("## In flows, scripts and the command line", 1)[1].split("\n## ", 1)[0]
+    return section.split(f"```{lang}\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_python_example_in_the_docs_runs(no_keyring, capsys):
+    with LlmServer() as llm:
+        llm.models = ["llama3.2"]
+        llm.api_key = "sk-local-0123456789"
+        code = _doc_block("python").replace("http://127.0.0.1:11434/v1", llm.openai_url)
+        exec(compile(code, "docs/credentials.md", "exec"), {})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "['ollama']" and out[1].startswith("No system keyring here")
+    assert out[2:] == ["{'keyring': 'switchboard', 'username': 'ollama'}", "['llama3.2']"]
+    assert credentials.list_names() == []
+
+
+def test_the_command_line_example_in_the_docs_runs(tmp_path):
+    import shlex
+
+    from tests.servers.llm import openai_reply
+
+    lines = _doc_block("bash").replace("\\\n", " ").splitlines()
+    commands = [shlex.split(line.split("  #")[0]) for line in lines]
+    assert [c[:3] for c in commands] == [
+        ["switchboard", "credentials", "set"], ["switchboard", "credentials", "list"],
+        ["switchboard", "credentials", "test"], ["switchboard", "run",
+                                                 "resources/examples/email-assistant.flow.json"]]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with LlmServer() as llm:
+        llm.api_key = "sk-typed-at-the-prompt"
+        llm.replies = [openai_reply("Nothing to send.", model="llama3.2")]
+        results = []
+        for argv in commands:
+            argv = [a.replace("http://127.0.0.1:11434/v1", llm.openai_url) for a in argv[1:]]
+            if argv[:2] == ["run", "resources/examples/email-assistant.flow.json"]:
+                argv[1] = os.path.join(root, argv[1])
+                argv.append("--no-history")
+            results.append(sb(*argv, data_dir=tmp_path, stdin="sk-typed-at-the-prompt\n"))
+    assert [r.returncode for r in results] == [0, 0, 0, 0], [r.stderr for r in results]
+    assert results[1].stdout == "ollama\n" and results[2].stdout == "gpt-test\ngpt-test-mini\n"
+    chat = [r for r in llm.requests if r["kind"] == "openai"]
+    assert chat[0]["headers"]["authorization"] == "Bearer sk-typed-at-the-prompt"
+    assert chat[0]["body"]["model"] == "llama3.2"
+    assert '"Nothing to send."' in results[3].stdout
