@@ -109,6 +109,9 @@ class ToolCall(Event):
     tool: str
     caller_id: str
     args: Any = None  # exactly as the LLM sent them (parsed if it parsed, else the raw text)
+    # The caller id of the tool call that runs this agent (an agent used as
+    # another's tool); "" for a top-level agent. Nests the timeline.
+    parent: str = ""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -118,17 +121,54 @@ class ToolResult(Event):
     node: str = ""
     tool: str
     caller_id: str
-    # refused: the arguments did not pass the schema, the node never ran.
-    status: Literal["success", "error", "refused"]
+    # refused: the arguments did not pass the schema, the node never ran;
+    # rejected: a person (or the approval policy) said no.
+    status: Literal["success", "error", "refused", "rejected"]
     data: Any = None
     error: str = ""
     ms: float = 0.0
+    parent: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolApproval(Event):
+    """A tool call waits for a person's decision."""
+
+    type: Literal["tool.approval"] = "tool.approval"
+    agent: str
+    node: str = ""
+    tool: str
+    caller_id: str
+    args: Any = None
+    reason: str = ""  # which rule asked
+    confirm: list[str] = field(default_factory=list)  # the arguments a person may edit
+    timeout: float = 0.0
+    parent: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolDecision(Event):
+    """What was decided on a call that waited: approved, edited (then
+    ``args`` are what the node got), rejected or timeout; by whom."""
+
+    type: Literal["tool.decision"] = "tool.decision"
+    agent: str
+    node: str = ""
+    tool: str
+    caller_id: str
+    decision: Literal["approved", "edited", "rejected", "timeout"]
+    by: str = ""
+    reason: str = ""
+    args: Any = None
+    waited_ms: float = 0.0
+    parent: str = ""
 
 
 @dataclass(slots=True, kw_only=True)
 class LlmRequest(Event):
     type: Literal["llm.request"] = "llm.request"
     agent: str
+    parent: str = ""
     provider: str = ""
     model: str = ""
     turn: int = 0
@@ -141,6 +181,7 @@ class LlmRequest(Event):
 class LlmResponse(Event):
     type: Literal["llm.response"] = "llm.response"
     agent: str
+    parent: str = ""
     turn: int = 0
     text: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
@@ -182,7 +223,7 @@ class Log(Event):
 
 AnyEvent = Annotated[
     RunStarted | RunFinished | NodeStatus | Debug | NodeError | ToolCall | ToolResult
-    | LlmRequest | LlmResponse | Stats | MessageSent | Log,
+    | ToolApproval | ToolDecision | LlmRequest | LlmResponse | Stats | MessageSent | Log,
     Field(discriminator="type"),
 ]
 @functools.cache
