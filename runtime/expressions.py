@@ -212,6 +212,41 @@ def _undefined_class() -> type:
     return NamedUndefined
 
 
+_placeholder: Any = None
+
+
+def _placeholder_class() -> type:
+    """Stands in for the flow variables in a designer preview, where no run
+    holds any: ``{{ flow.shop }}`` shows as ‹flow.shop›, and using one as a
+    number or a list says why there is no value."""
+    global _placeholder
+    if _placeholder is None:
+        from jinja2 import ChainableUndefined
+
+        class Placeholder(ChainableUndefined):
+            __slots__ = ()
+
+            def __str__(self) -> str:
+                return f"‹{self._undefined_name}›"
+
+            def __getattr__(self, name: str) -> Any:
+                if name[:2] == "__":
+                    raise AttributeError(name)
+                return _flow_placeholder(f"{self._undefined_name}.{name}")
+
+            def __getitem__(self, key: Any) -> Any:
+                return _flow_placeholder(f"{self._undefined_name}[{key!r}]")
+
+        _placeholder = Placeholder
+    return _placeholder
+
+
+def _flow_placeholder(name: str) -> Any:
+    return _placeholder_class()(
+        f"{name} is a flow variable, and those exist only while the flow runs: the preview "
+        "has none", name=name)
+
+
 class _Env(dict):
     """The environment a template sees, and the names it may not see."""
 
@@ -614,7 +649,8 @@ def read_global_variables() -> dict:
 class ExpressionContext:
     """What the templates of one run see besides the message: ``env``
     (filtered once per run), ``flow`` (the run's variables) and ``global``.
-    ``preview``: a designer preview, where no run holds flow variables."""
+    ``preview``: a designer preview, where no run holds flow variables:
+    each one shows as ‹flow.name›."""
 
     def __init__(self, env: _Env | None = None, flow: Callable[[], dict] | None = None,
                  *, preview: bool = False) -> None:
@@ -674,7 +710,14 @@ class Expression:
         if not self.compiled.text.strip():
             return None
         try:
-            return coerce(self.render_raw(msg), self.spec)
+            value = self.render_raw(msg)
+            if _placeholder is not None and isinstance(value, _placeholder):
+                # A preview's flow variable, alone: text shows it as
+                # ‹flow.name›; any other type has no value to show.
+                if self.spec.type not in (ParamType.STR, ParamType.ENUM):
+                    raise _Bound(value._undefined_hint)
+                return str(value)
+            return coerce(value, self.spec)
         except _Bound as exc:
             raise ExpressionError(f"params.{self.spec.name}: {exc}") from None
 
@@ -691,7 +734,8 @@ class Expression:
                 value = ctx.vars.get("result")
                 from jinja2 import Undefined
 
-                if isinstance(value, Undefined):
+                if isinstance(value, Undefined) and not (
+                        _placeholder is not None and isinstance(value, _placeholder)):
                     value._fail_with_undefined_error()
                 return _sized(value, "the result")
             ctx = compiled.template.new_context(roots)
@@ -710,7 +754,7 @@ class Expression:
         except MemoryError:
             raise _Bound("the template ran out of memory") from None
         except Exception as exc:
-            raise _Bound(_render_error(exc, self.context)) from None
+            raise _Bound(_render_error(exc)) from None
         finally:
             _STATE.reset(token)
 
@@ -724,18 +768,17 @@ class Expression:
         if "env" in used:
             roots["env"] = context.env
         if "flow" in used:
-            roots["flow"] = context.flow_variables()
+            roots["flow"] = _flow_placeholder("flow") if context.preview \
+                else context.flow_variables()
         if "global" in used:
             roots["global"] = read_global_variables()
         return roots
 
 
-def _render_error(exc: Exception, context: ExpressionContext | None) -> str:
+def _render_error(exc: Exception) -> str:
     from jinja2 import TemplateError
 
     text = str(exc).strip()
-    if context is not None and context.preview and "'flow'" in text:
-        text += " (flow variables exist only while the flow runs; the preview has none)"
     if isinstance(exc, TemplateError):
         return text or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
