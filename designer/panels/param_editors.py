@@ -30,6 +30,9 @@ from PySide6.QtWidgets import (
 
 from runtime.spec import ParamSpec, ParamType, ParamValue, Scope
 
+from .expression_editor import EXPRESSION_COLOR, ExpressionEditor, initial_template
+from .expression_editor import SCOPE_LABEL as EXPRESSION_LABEL
+from .expression_editor import SCOPE_TIP as EXPRESSION_TIP
 from .json_editor import INVALID, AutoHeightText, JsonEditor, format_json, mono_font
 
 # Small accents only; everything else comes from the palette.
@@ -37,17 +40,21 @@ AI_COLOR = "#7c5cdb"
 MESSAGE_COLOR = "#14958a"
 REQUIRED_COLOR = "#c27c0e"
 
-SCOPE_ORDER = (Scope.AI, Scope.CUSTOM, Scope.MESSAGE)
-SCOPE_LABELS = {Scope.AI: "AI", Scope.CUSTOM: "Custom", Scope.MESSAGE: "Message"}
+SCOPE_ORDER = (Scope.AI, Scope.CUSTOM, Scope.MESSAGE, Scope.EXPRESSION)
+SCOPE_LABELS = {Scope.AI: "AI", Scope.CUSTOM: "Custom", Scope.MESSAGE: "Message",
+                Scope.EXPRESSION: EXPRESSION_LABEL}
 SCOPE_TIPS = {
     Scope.AI: "The AI fills this in when it calls this node as a tool",
     Scope.CUSTOM: "A fixed value you set here; the AI cannot change it",
     Scope.MESSAGE: "Read from the incoming message at a path",
+    Scope.EXPRESSION: EXPRESSION_TIP,
 }
 NOT_ALLOWED_TIPS = {
     Scope.AI: "The node's author did not allow AI for this parameter",
     Scope.CUSTOM: "The node's author did not allow a fixed value for this parameter",
     Scope.MESSAGE: "The node's author did not allow reading this parameter from the message",
+    Scope.EXPRESSION: "A template is allowed only where a fixed value is, and a secret is never "
+                      "computed: it names where it is kept",
 }
 TYPE_WORDS = {
     ParamType.STR: "Text", ParamType.INT: "A whole number", ParamType.FLOAT: "A number",
@@ -79,26 +86,41 @@ def _muted_label(text: str = "", parent: QWidget | None = None) -> QLabel:
 # -- scope switch --------------------------------------------------------------
 
 class ScopeSwitch(QWidget):
-    """Segmented buttons AI | Custom | Message. Scopes the node's author did
-    not allow are shown disabled, with a tooltip that says why."""
+    """Segmented buttons AI | Custom | Message | {{ }}. Scopes the node's
+    author did not allow are shown disabled, with a tooltip that says why.
+
+    ``scopes=(Scope.EXPRESSION,)``: the one {{ }} toggle of a param that is
+    otherwise only ever fixed; unchecking it goes back to Custom."""
 
     scope_picked = Signal(object)  # Scope
 
-    def __init__(self, spec: ParamSpec, parent: QWidget | None = None) -> None:
+    def __init__(self, spec: ParamSpec, parent: QWidget | None = None, *,
+                 scopes: tuple[Scope, ...] = SCOPE_ORDER) -> None:
         super().__init__(parent)
         self.setObjectName("scopeSwitch")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
+        self.toggle = len(scopes) == 1
         self.group = QButtonGroup(self)
-        self.group.setExclusive(True)
+        self.group.setExclusive(not self.toggle)
         self.buttons: dict[Scope, QToolButton] = {}
-        for i, scope in enumerate(SCOPE_ORDER):
+        for i, scope in enumerate(scopes):
             b = QToolButton(self)
             b.setObjectName("scopeButton")
             b.setText(SCOPE_LABELS[scope])
             b.setProperty("scope", scope.value)
-            b.setProperty("pos", "first" if i == 0 else "last" if i == 2 else "mid")
+            b.setProperty("pos", "single" if self.toggle else "first" if i == 0
+                          else "last" if i == len(scopes) - 1 else "mid")
+            if scope is Scope.EXPRESSION:
+                # The accent of the scope, as the panel's stylesheet gives AI
+                # and Message theirs (one colour reads on light and dark),
+                # and narrow: four buttons and a label share a 320 px dock.
+                b.setStyleSheet(
+                    "QToolButton#scopeButton { padding: 2px 4px; }"
+                    f"QToolButton#scopeButton:checked {{ background: {EXPRESSION_COLOR}; "
+                    f"color: #ffffff; border-color: {EXPRESSION_COLOR}; }}"
+                    + ("QToolButton#scopeButton { border-radius: 6px; }" if self.toggle else ""))
             b.setCheckable(True)
             b.setFocusPolicy(Qt.FocusPolicy.TabFocus)
             b.setCursor(Qt.CursorShape.PointingHandCursor)
@@ -107,11 +129,16 @@ class ScopeSwitch(QWidget):
             if allowed:
                 b.setToolTip(SCOPE_TIPS[scope])
             else:
-                b.setToolTip(SECRET_AI_TIP if spec.secret else NOT_ALLOWED_TIPS[scope])
+                b.setToolTip(SECRET_AI_TIP if spec.secret and scope is not Scope.EXPRESSION
+                             else NOT_ALLOWED_TIPS[scope])
             self.group.addButton(b)
             layout.addWidget(b)
             self.buttons[scope] = b
-            b.clicked.connect(lambda _=False, s=scope: self.scope_picked.emit(s))
+            if self.toggle:
+                b.clicked.connect(lambda on, s=scope: self.scope_picked.emit(
+                    s if on else Scope.CUSTOM))
+            else:
+                b.clicked.connect(lambda _=False, s=scope: self.scope_picked.emit(s))
 
     def scope(self) -> Scope | None:
         for scope, b in self.buttons.items():
@@ -120,6 +147,10 @@ class ScopeSwitch(QWidget):
         return None
 
     def set_scope(self, scope: Scope) -> None:
+        if self.toggle:  # lit for its one scope, dark for any other
+            for s, b in self.buttons.items():
+                b.setChecked(s is scope)
+            return
         button = self.buttons.get(scope)
         if button is None:  # a scope this switch has no button for: none lit
             self.group.setExclusive(False)
@@ -497,6 +528,7 @@ class ParamRow(QWidget):
         self._last_value: Any = None
         self._last_path: str | None = None
         self._last_desc: str | None = None
+        self._last_template: str | None = None
 
         # The required/optional mark is part of the label's rich text, so
         # that label and mark wrap together in a narrow dock.
@@ -516,6 +548,11 @@ class ParamRow(QWidget):
                               + f". In the flow file: {spec.name}")
         self.switch = ScopeSwitch(spec, self)
         self.switch.setVisible(show_scope)
+        # A param that is otherwise only ever fixed gets one {{ }} toggle
+        # instead of the whole switch.
+        self.expression_toggle: ScopeSwitch | None = None
+        if not show_scope and spec.allows(Scope.EXPRESSION):
+            self.expression_toggle = ScopeSwitch(spec, self, scopes=(Scope.EXPRESSION,))
         if not show_scope:
             only = spec.allowed_scopes[0] if spec.allowed_scopes else Scope.CUSTOM
             self.label.setToolTip(f"{SCOPE_TIPS[only]} (the only source the node's author "
@@ -525,6 +562,8 @@ class ParamRow(QWidget):
         top.setSpacing(6)
         top.addWidget(self.label, 1)
         top.addWidget(self.switch)
+        if self.expression_toggle is not None:
+            top.addWidget(self.expression_toggle)
 
         # Custom
         self.value_editor = editor or make_value_editor(spec, self)
@@ -561,6 +600,8 @@ class ParamRow(QWidget):
         self.ai_hint.setWordWrap(True)
         arow.addWidget(self.ai_desc)
         arow.addWidget(self.ai_hint)
+        # Expression: made when first needed (most params never are one)
+        self.expression_editor: ExpressionEditor | None = None
 
         self.help = _muted_label(spec.description, self)
         self.help.setVisible(bool(spec.description))
@@ -586,6 +627,8 @@ class ParamRow(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
 
         self.switch.scope_picked.connect(self._on_scope)
+        if self.expression_toggle is not None:
+            self.expression_toggle.scope_picked.connect(self._on_scope)
         self.value_editor.value_changed.connect(self._on_value)
         self.path_edit.textEdited.connect(self._on_path)
         self.ai_desc.textEdited.connect(self._on_desc)
@@ -597,6 +640,8 @@ class ParamRow(QWidget):
         scope = setting.scope if setting else spec.default_scope
         self._scope = scope
         self.switch.set_scope(scope)
+        if self.expression_toggle is not None:
+            self.expression_toggle.set_scope(scope)
         self._show_scope(scope)
         if scope is Scope.CUSTOM:
             value = setting.value if setting else None
@@ -612,11 +657,28 @@ class ParamRow(QWidget):
             self._last_desc = desc or self._last_desc
             if (self.ai_desc.text() or None) != desc:
                 self.ai_desc.setText(desc or "")
+        elif scope is Scope.EXPRESSION:
+            text = setting.value if setting is not None and isinstance(setting.value, str) \
+                else ""
+            self._last_template = text
+            self._expression_editor().set_text(text)
+
+    def _expression_editor(self) -> ExpressionEditor:
+        if self.expression_editor is None:
+            editor = ExpressionEditor(self.spec, self)
+            editor.text_changed.connect(self._on_template)
+            self.layout().insertWidget(self.layout().indexOf(self.ai_box) + 1, editor)
+            self.expression_editor = editor
+        return self.expression_editor
 
     def _show_scope(self, scope: Scope) -> None:
         self.value_editor.setVisible(scope is Scope.CUSTOM)
         self.message_box.setVisible(scope is Scope.MESSAGE)
         self.ai_box.setVisible(scope is Scope.AI)
+        if scope is Scope.EXPRESSION:
+            self._expression_editor().show()
+        elif self.expression_editor is not None:
+            self.expression_editor.hide()
         self.setProperty("scope", scope.value)
         # With AI the description field says it all; elsewhere the help text.
         self.help.setVisible(bool(self.spec.description) and scope is not Scope.AI)
@@ -642,9 +704,18 @@ class ParamRow(QWidget):
         elif scope is Scope.MESSAGE:
             path = self._last_path or self.spec.default_path or self.spec.name
             new = ParamValue(scope=Scope.MESSAGE, path=path)
+        elif scope is Scope.EXPRESSION:
+            # The fixed text carries over: as a template it gives itself.
+            text = self._last_template if self._last_template is not None \
+                else initial_template(self._last_value)
+            new = ParamValue(scope=Scope.EXPRESSION, value=text)
         else:
             new = ParamValue(scope=Scope.AI, description=self._last_desc or None)
         self.changed.emit(new, False)
+
+    def _on_template(self, text: str) -> None:
+        self._last_template = text
+        self.changed.emit(ParamValue(scope=Scope.EXPRESSION, value=text), True)
 
     def _on_value(self, value: Any) -> None:
         self._last_value = value
