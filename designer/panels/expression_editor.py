@@ -330,10 +330,7 @@ class ExpressionEditor(QWidget):
         notes = []
         if msg is None and "msg" in text:  # matters only to a template that reads msg
             notes.append(NO_RUN_NOTE)
-        if "flow" in text:
-            notes.append(FLOW_NOTE)
-        self.note.setText("\n".join(notes))
-        self.note.setVisible(bool(notes))
+        self._set_notes(notes)
         if not text.strip():
             self.preview.setText("")
             self.preview.hide()
@@ -353,6 +350,8 @@ class ExpressionEditor(QWidget):
             self.problem.show()
             return
         shown, kind = describe(self.value)
+        if "‹flow." in shown:
+            self._set_notes([*notes, FLOW_NOTE])
         if self.value is None and self.spec.has_default and self.spec.default not in (None, ""):
             kind += f" ({json.dumps(self.spec.default, ensure_ascii=False)})"
         self.preview.setText(shown)
@@ -360,6 +359,10 @@ class ExpressionEditor(QWidget):
         self.kind.setText(kind)
         self.kind.show()
         self.problem.hide()
+
+    def _set_notes(self, notes: list[str]) -> None:
+        self.note.setText("\n".join(notes))
+        self.note.setVisible(bool(notes))
 
     # -- following runs ----------------------------------------------------------------
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override

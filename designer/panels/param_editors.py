@@ -112,15 +112,19 @@ class ScopeSwitch(QWidget):
             b.setProperty("scope", scope.value)
             b.setProperty("pos", "single" if self.toggle else "first" if i == 0
                           else "last" if i == len(scopes) - 1 else "mid")
+            # Narrow: four buttons and a label share a 320 px dock.
+            narrow = "QToolButton#scopeButton { padding: 2px 5px; }" if len(scopes) > 3 else ""
             if scope is Scope.EXPRESSION:
                 # The accent of the scope, as the panel's stylesheet gives AI
-                # and Message theirs (one colour reads on light and dark),
-                # and narrow: four buttons and a label share a 320 px dock.
+                # and Message theirs (one colour reads on light and dark).
+                narrow = "QToolButton#scopeButton { padding: 2px 3px; }"
                 b.setStyleSheet(
-                    "QToolButton#scopeButton { padding: 2px 4px; }"
-                    f"QToolButton#scopeButton:checked {{ background: {EXPRESSION_COLOR}; "
+                    narrow
+                    + f"QToolButton#scopeButton:checked {{ background: {EXPRESSION_COLOR}; "
                     f"color: #ffffff; border-color: {EXPRESSION_COLOR}; }}"
                     + ("QToolButton#scopeButton { border-radius: 6px; }" if self.toggle else ""))
+            elif narrow:
+                b.setStyleSheet(narrow)
             b.setCheckable(True)
             b.setFocusPolicy(Qt.FocusPolicy.TabFocus)
             b.setCursor(Qt.CursorShape.PointingHandCursor)
