@@ -90,7 +90,10 @@ QToolButton#sectionToggle:focus {{ color: palette(highlight); }}
 QLabel#sectionSummary {{ color: palette(placeholder-text); font-size: 11px; padding-top: 4px; }}
 QLabel#sectionMarker {{ color: {error}; font-size: 11px; padding-top: 4px; }}
 QLabel#hiddenNote {{ color: palette(placeholder-text); font-size: 11px; font-style: italic; }}
-QToolButton#credentialsButton {{ padding: 2px 8px; }}
+QToolButton#credentialsButton {{ border: 1px solid palette(mid); border-radius: 6px;
+    padding: 3px 8px; background: palette(base); }}
+QToolButton#credentialsButton:hover {{ border-color: palette(highlight); }}
+QWidget#turnsEditor QToolButton {{ font-size: 11px; padding: 3px 2px; }}
 QLabel#pluginTag {{ color: palette(placeholder-text); border: 1px solid palette(mid);
     border-radius: 4px; padding: 0px 5px; font-size: 11px; }}
 """

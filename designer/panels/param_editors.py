@@ -13,14 +13,16 @@ import os
 import re
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QButtonGroup,
     QCheckBox,
     QComboBox,
     QHBoxLayout,
     QLabel,
+    QLayout,
     QLineEdit,
     QSizePolicy,
     QToolButton,
@@ -332,12 +334,16 @@ class EnumEditor(ValueEditor):
         for c in self.choices:
             label = f"{c}  (default)" if spec.has_default and c == spec.default else c
             self.combo.addItem(label, c)
-        row = QHBoxLayout()
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.combo)
-        row.addStretch(1)
-        self.layout_.addLayout(row)
+        self.row = QHBoxLayout()
+        self.row.setContentsMargins(0, 0, 0, 0)
+        self.row.addWidget(self.combo)
+        self.row.addStretch(1)
+        self.layout_.addLayout(self.row)
         self.combo.activated.connect(lambda i: self.value_changed.emit(self.combo.itemData(i)))
+
+    def add_beside(self, widget: QWidget) -> None:
+        """A button on the combo's line, at its right end."""
+        self.row.addWidget(widget)
 
     def value(self) -> Any:
         return self.combo.currentData()
@@ -354,9 +360,40 @@ class EnumEditor(ValueEditor):
         self.combo.setCurrentIndex(max(i, 0))
 
 
+#: The keyring service of the credentials the Credentials dialog stores.
+CREDENTIALS_SERVICE = "switchboard"
+
+
+def stored_credential(value: Any) -> str | None:
+    """The name of the stored credential a secret param names, or None."""
+    if isinstance(value, dict) and value.get("keyring") == CREDENTIALS_SERVICE \
+            and set(value) <= {"keyring", "username"}:
+        return str(value.get("username") or "") or None
+    return None
+
+
+def pick_credential(parent: QWidget | None, current: str | None) -> str | None:
+    """Open the Credentials dialog to pick (or first add) a stored credential;
+    its name, or None if the user closed the dialog."""
+    from designer.credentials_dialog import open_credentials_dialog
+
+    return open_credentials_dialog(parent, current)
+
+
+def credentials_button(parent: QWidget, tip: str) -> QToolButton:
+    button = QToolButton(parent)
+    button.setObjectName("credentialsButton")
+    button.setText("Credentials…")
+    button.setToolTip(tip)
+    button.setCursor(Qt.CursorShape.PointingHandCursor)
+    return button
+
+
 class SecretEditor(ValueEditor):
-    """A secret is a reference: an environment variable name, or a keyring
-    service and user. There is deliberately no field for the secret itself."""
+    """A secret is a reference: a stored credential's name (the Credentials
+    dialog keeps the secret in the system keyring), an environment variable
+    name, or a keyring service and user. There is deliberately no field for
+    the secret itself."""
 
     merge = False  # each finished field is its own step
 
@@ -365,22 +402,34 @@ class SecretEditor(ValueEditor):
         self.kind = QComboBox(self)
         self.kind.addItem("Environment variable", "env")
         self.kind.addItem("Keyring entry", "keyring")
+        self.kind.addItem("Stored credential", "stored")
+        self.credentials_button = credentials_button(
+            self, "Pick a stored API key or password, or store a new one, in the system "
+                  "keyring; the flow keeps only its name")
+        self.credentials_button.clicked.connect(self._on_credentials)
+        self.stored = QLineEdit(self)
+        self.stored.setReadOnly(True)
+        self.stored.setPlaceholderText("None yet: click Credentials…")
         self.env = QLineEdit(self)
         self.env.setPlaceholderText("Variable name, e.g. SMTP_PASSWORD")
         self.service = QLineEdit(self)
         self.service.setPlaceholderText("Keyring service, e.g. switchboard-smtp")
         self.username = QLineEdit(self)
         self.username.setPlaceholderText("User name in the keyring")
-        for e in (self.env, self.service, self.username):
+        for e in (self.stored, self.env, self.service, self.username):
             e.setFont(mono_font())
         self.status = _muted_label("", self)
         self.note = _muted_label("Only this name is saved in the flow, never the secret.", self)
+        # The combo gives way to the button in a narrow dock.
+        self.kind.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.kind.setMinimumContentsLength(12)
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.kind)
-        row.addStretch(1)
+        row.addWidget(self.kind, 1)
+        row.addWidget(self.credentials_button)
         self.layout_.addLayout(row)
-        for w in (self.env, self.service, self.username, self.status, self.note):
+        for w in (self.stored, self.env, self.service, self.username, self.status, self.note):
             self.layout_.addWidget(w)
         self.kind.activated.connect(self._on_kind)
         # Applied when editing finishes, not per keystroke: someone who types
@@ -391,14 +440,29 @@ class SecretEditor(ValueEditor):
             e.editingFinished.connect(self._on_edit)
         self._show_kind("env")
 
+    def _on_credentials(self) -> None:
+        current = stored_credential(self.value()) if self.value() is not INVALID else None
+        name = pick_credential(self.window(), current)
+        if not name:
+            return
+        value = {"keyring": CREDENTIALS_SERVICE, "username": name}
+        self.set_value(value)
+        self.value_changed.emit(value)
+
     def _show_kind(self, kind: str) -> None:
+        self.stored.setVisible(kind == "stored")
         self.env.setVisible(kind == "env")
         self.service.setVisible(kind == "keyring")
         self.username.setVisible(kind == "keyring")
         self._update_status()
 
     def _on_kind(self, _index: int) -> None:
-        self._show_kind(self.kind.currentData())
+        kind = self.kind.currentData()
+        self._show_kind(kind)
+        if kind == "stored" and not self.stored.text():
+            self._on_credentials()  # nothing to show yet: pick one right away
+            if self.stored.text():
+                return  # applied by the pick
         value = self.value()
         if value is not INVALID:
             self.value_changed.emit(value)
@@ -430,6 +494,9 @@ class SecretEditor(ValueEditor):
         self.status.setVisible(bool(self.status.text()))
 
     def value(self) -> Any:
+        if self.kind.currentData() == "stored":
+            name = self.stored.text().strip()
+            return {"keyring": CREDENTIALS_SERVICE, "username": name} if name else None
         if self.kind.currentData() == "env":
             name = self.env.text().strip()
             if not name:
@@ -443,7 +510,13 @@ class SecretEditor(ValueEditor):
     def set_value(self, value: Any) -> None:
         if self.value() == value:
             return
-        if isinstance(value, dict) and "keyring" in value:
+        name = stored_credential(value)
+        if name is not None:
+            self.kind.setCurrentIndex(self.kind.findData("stored"))
+            self.stored.setText(name)
+        elif value is None and self.kind.currentData() == "stored":
+            self.stored.clear()
+        elif isinstance(value, dict) and "keyring" in value:
             self.kind.setCurrentIndex(1)
             self.service.setText(str(value.get("keyring", "")))
             self.username.setText(str(value.get("username", "")))
@@ -471,6 +544,48 @@ class JsonValueEditor(ValueEditor):
 
     def set_value(self, value: Any) -> None:
         self.editor.set_value(value)
+
+
+class TurnsValueEditor(ValueEditor):
+    """The scripted provider's ``script`` as a table of turns (the turns
+    editor) rather than raw JSON. Every edit of the table is its own undo
+    step; ``rows_changed`` lets the form guard new rows' combo boxes."""
+
+    merge = False
+    rows_changed = Signal()
+
+    def __init__(self, spec: ParamSpec, tool_names: list[str],
+                 parent: QWidget | None = None) -> None:
+        super().__init__(spec, parent)
+        from .turns_editor import TurnsEditor
+
+        self.editor = TurnsEditor(None, tool_names, self)
+        # Its button row must fit the properties dock (about 270 px inside at
+        # 1440x900): a shorter label and narrower arrows; tooltips say the rest.
+        self.editor.add_call_button.setText("+ Call")
+        for b in (self.editor.up_button, self.editor.down_button, self.editor.remove_button):
+            b.setFixedWidth(22)
+        self.layout_.addWidget(self.editor)
+        self.editor.changed.connect(self._on_changed)
+
+    def _on_changed(self, script: list) -> None:
+        self.rows_changed.emit()
+        self.value_changed.emit(script)
+
+    def value(self) -> Any:
+        return self.editor.value()
+
+    def set_value(self, value: Any) -> None:
+        shown = self.editor.value()
+        if (value or []) == shown:
+            return
+        self.editor.set_value(value)
+        self.rows_changed.emit()
+
+    def set_tool_names(self, names: list[str]) -> None:
+        if names != self.editor.tool_names():
+            self.editor.set_tool_names(names)
+            self.rows_changed.emit()
 
 
 def make_value_editor(spec: ParamSpec, parent: QWidget | None = None) -> ValueEditor:
@@ -516,7 +631,33 @@ class ParamRow(QWidget):
             self._fit_height(self.width())
         return handled
 
+    def _switches(self) -> list[QWidget]:
+        return [w for w in (self.switch, self.expression_toggle)
+                if w is not None and not w.isHidden()]
+
+    def _side_by_side_width(self) -> int:
+        switches = self._switches()
+        return self.label.minimumSizeHint().width() + sum(
+            w.sizeHint().width() + self.top.spacing() for w in switches)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        hint = super().minimumSizeHint()
+        layout = self.layout()
+        stacked = max([self.label.minimumSizeHint().width()]
+                      + [w.sizeHint().width() for w in self._switches()])
+        others = [layout.itemAt(i).minimumSize().width() for i in range(layout.count())
+                  if layout.itemAt(i) is not self.top]
+        margins = layout.contentsMargins()
+        return QSize(max([stacked, *others]) + margins.left() + margins.right(), hint.height())
+
     def _fit_height(self, width: int) -> None:
+        side_by_side = width >= self._side_by_side_width()
+        direction = QBoxLayout.Direction.LeftToRight if side_by_side else \
+            QBoxLayout.Direction.TopToBottom
+        if self.top.direction() != direction:
+            self.top.setDirection(direction)
+            self.top.setSpacing(6 if side_by_side else 3)
+            self.top.activate()
         needed = self.heightForWidth(width)
         if needed > 0 and needed != self.minimumHeight():
             self.setMinimumHeight(needed)
@@ -561,13 +702,15 @@ class ParamRow(QWidget):
             only = spec.allowed_scopes[0] if spec.allowed_scopes else Scope.CUSTOM
             self.label.setToolTip(f"{SCOPE_TIPS[only]} (the only source the node's author "
                                   f"allows). In the flow file: {spec.name}")
-        top = QHBoxLayout()
+        # Label and switch side by side; stacked when the dock is too narrow
+        # for both (four scope buttons take ~230 px), rather than widen it.
+        top = self.top = QBoxLayout(QBoxLayout.Direction.LeftToRight)
         top.setContentsMargins(0, 0, 0, 0)
         top.setSpacing(6)
         top.addWidget(self.label, 1)
-        top.addWidget(self.switch)
+        top.addWidget(self.switch, 0, Qt.AlignmentFlag.AlignLeft)
         if self.expression_toggle is not None:
-            top.addWidget(self.expression_toggle)
+            top.addWidget(self.expression_toggle, 0, Qt.AlignmentFlag.AlignLeft)
 
         # Custom
         self.value_editor = editor or make_value_editor(spec, self)
@@ -624,6 +767,9 @@ class ParamRow(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 2)
         layout.setSpacing(4)
+        # The row's minimum is its own (minimumSizeHint, stacked), not the
+        # side-by-side layout's, so that a narrow dock can stack it.
+        layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
         layout.addLayout(top)
         for w in (self.value_editor, self.message_box, self.ai_box, self.help, self.note,
                   self.problem):

@@ -41,7 +41,18 @@ from runtime.spec import NodeSpec, ParamSpec, ParamValue, Scope
 from .json_editor import AutoHeightText, format_json, mono_font
 from .palette import plugin_note
 from .panel_style import CollapsibleSection, WheelGuard, is_dark, label, panel_style, section
-from .param_editors import AI_COLOR, MESSAGE_COLOR, ParamRow, ValueEditor
+from .param_editors import (
+    AI_COLOR,
+    CREDENTIALS_SERVICE,
+    MESSAGE_COLOR,
+    EnumEditor,
+    ParamRow,
+    TurnsValueEditor,
+    ValueEditor,
+    credentials_button,
+    pick_credential,
+    stored_credential,
+)
 from .param_hint import ParamHints
 from .tool_preview import agent_functions, hidden_params, hidden_summary, node_function
 
@@ -112,8 +123,10 @@ class NodeForm(QWidget):
             self._build_preview(layout)
         self.hints = ParamHints(doc, node_id)  # live text under a param (next fire times)
         self.sections: dict[str, CollapsibleSection] = {}
+        self.turns_editor: TurnsValueEditor | None = None
         if spec.params:
             self._build_params(layout)
+            self._build_agent_credentials()
         self.tool_box: QWidget | None = None
         if spec.tool is not None:
             self._build_tool(layout)
@@ -156,8 +169,51 @@ class NodeForm(QWidget):
         self._controllers = sorted({c for p in spec.params for c in (p.visible_if or {})})
 
     def _custom_editor(self, p: ParamSpec) -> ValueEditor | None:
-        """An editor other than the one for the param's type, or None."""
+        """An editor other than the one for the param's type, or None: the
+        agent's script is a table of turns, not JSON typed by hand."""
+        if self.spec.type == "ai.agent" and p.name == "script":
+            tools = [f["function"]["name"] for f in agent_functions(self.doc, self.node_id)[0]]
+            editor = TurnsValueEditor(p, tools, self)
+            editor.rows_changed.connect(lambda: self.wheel_guard.guard(editor))
+            self.turns_editor = editor
+            return editor
         return None
+
+    def _build_agent_credentials(self) -> None:
+        """A Credentials… button beside the agent's provider: the one click
+        from "no key" to a working agent (the API key param itself sits in
+        the closed Connection section)."""
+        row, key = self.rows.get("provider"), self.spec.param("api_key")
+        if row is None or key is None or not key.secret \
+                or not isinstance(row.value_editor, EnumEditor):
+            return
+        self.agent_credentials_button = credentials_button(
+            row, "Pick a stored API key, or store a new one in the system keyring, and use "
+                 "it for this agent; the flow keeps only its name")
+        row.value_editor.add_beside(self.agent_credentials_button)
+        self.agent_credentials_button.clicked.connect(self._on_agent_credentials)
+
+    def _on_agent_credentials(self) -> None:
+        fnode = self.doc.node(self.node_id)
+        if fnode is None:
+            return
+        setting = fnode.params.get("api_key")
+        name = pick_credential(self.window(),
+                               stored_credential(setting.value) if setting else None)
+        if not name:
+            return
+        stack = self.doc.undo_stack
+        stack.beginMacro(f"Use credential {name}")
+        self._push_param("api_key", ParamValue(scope=Scope.CUSTOM, value={
+            "keyring": CREDENTIALS_SERVICE, "username": name}), False)
+        provider = fnode.params.get("provider")
+        if _fixed_value(self.spec, "provider", fnode.params) == "scripted" \
+                and (provider is None or provider.scope is Scope.CUSTOM):
+            # A key is for a real model: leave the offline script behind.
+            real = "anthropic" if any(w in name.lower() for w in ("anthropic", "claude")) \
+                else "openai"
+            self._push_param("provider", ParamValue(scope=Scope.CUSTOM, value=real), False)
+        stack.endMacro()
 
     def _build_header(self, layout: QVBoxLayout) -> None:
         spec = self.spec
@@ -415,8 +471,8 @@ class NodeForm(QWidget):
             box.setHidden(not shown)
             changed = sum(1 for n in shown if _is_changed(spec, n, settings))
             n = len(shown)
-            box.set_summary(f"{n} setting{'s' * (n != 1)}"
-                            + (f", {changed} changed" if changed else ""))
+            box.set_summary(f"{changed} of {n} changed" if changed else
+                            f"{n} setting{'s' * (n != 1)}")
 
     def refresh_live(self) -> None:
         """What depends on other nodes and wires: the tool preview and which
@@ -428,6 +484,8 @@ class NodeForm(QWidget):
             self._refresh_tool()
         if self.spec.has_tools_port:
             self._refresh_agent_preview()
+        if self.turns_editor is not None:
+            self.turns_editor.set_tool_names([f["function"]["name"] for f in self.functions])
 
     def _refresh_process_tag(self) -> None:
         spec = self.spec

@@ -18,6 +18,7 @@ from runtime.flow import Flow, FlowNode
 from runtime.registry import Registry
 from runtime.spec import ParamValue, Scope
 
+from .editor_fixtures import make_window  # noqa: F401 - a fixture (uses registry below)
 from .properties_fixtures import fake_flow, fake_registry, real_email_flow
 
 
@@ -59,6 +60,7 @@ def shown(widget: QWidget, panel: QWidget) -> bool:
 
 def click(qtbot, widget: QWidget) -> None:
     qtbot.mouseClick(widget, Qt.MouseButton.LeftButton)
+    QApplication.processEvents()  # lay out what the click showed, as the event loop would
 
 
 def choose(combo, value) -> None:
@@ -97,7 +99,7 @@ def test_send_mail_shows_main_params_first_and_closed_connection_and_advanced(pa
     y = {name: form.rows[name].mapTo(form, QPoint(0, 0)).y() for name in ("to", "delivery")}
     assert y["to"] < y["delivery"] < connection.y() < advanced.y()
     # The closed header still says what it holds (the example set two of them).
-    assert connection.summary.text() == "5 settings, 2 changed"
+    assert connection.summary.text() == "2 of 5 changed"
 
 
 def test_one_click_opens_a_section_and_the_choice_is_remembered_per_node_type(qtbot, panel):
@@ -319,3 +321,164 @@ def test_the_header_and_tooltips_name_things_as_the_user_knows_them(panel):
     card = panel.form.cards_box.findChildren(QLabel)
     summary = next(c.text() for c in card if "Fixed by you" in c.text())
     assert "Sender" in summary and "sender" not in summary.replace("Sender", "")
+
+
+# -- integrations: Credentials… and the turns editor ----------------------------------------
+
+@pytest.fixture
+def store(data_dir, monkeypatch):
+    """The real credential store, in an encrypted file of this test's data dir."""
+    from runtime import credentials
+
+    monkeypatch.setenv("SWITCHBOARD_CREDENTIALS", "file")
+    credentials.set("smtp-work", "pw-1")
+    credentials.set("openai", "sk-1")
+    return credentials
+
+
+def use_in_dialog(qtbot, name: str, seen: dict) -> None:
+    """When the Credentials dialog opens (modal), pick ``name`` and click Use."""
+    from PySide6.QtCore import QTimer
+
+    def pick():
+        dialog = QApplication.activeModalWidget()
+        seen["preselected"] = dialog.chosen_name()
+        dialog.names.setCurrentRow(dialog.stored_names().index(name))
+        qtbot.mouseClick(dialog.use_button, Qt.MouseButton.LeftButton)
+
+    QTimer.singleShot(0, pick)
+
+
+def test_a_secret_param_names_a_stored_credential_through_the_dialog(qtbot, panel, doc, store):
+    panel.set_node("mail")
+    click(qtbot, panel.form.sections["connection"].toggle)
+    editor = panel.form.rows["password"].value_editor
+    assert shown(editor.credentials_button, panel) and editor.credentials_button.text() == \
+        "Credentials…"
+    seen: dict = {}
+    use_in_dialog(qtbot, "smtp-work", seen)
+    click(qtbot, editor.credentials_button)
+    assert doc.node("mail").params["password"].value == {"keyring": "switchboard",
+                                                         "username": "smtp-work"}
+    assert doc.undo_stack.undoText() == "Change Password"
+    assert editor.kind.currentData() == "stored" and editor.stored.text() == "smtp-work"
+    assert shown(editor.stored, panel) and not shown(editor.env, panel)
+    # Opened again, the dialog starts on the name the param holds.
+    use_in_dialog(qtbot, "openai", seen)
+    click(qtbot, editor.credentials_button)
+    assert seen["preselected"] == "smtp-work"
+    doc.undo_stack.undo()
+    assert editor.stored.text() == "smtp-work"
+    doc.undo_stack.undo()
+    assert "password" not in doc.node("mail").params
+    assert editor.kind.currentData() == "stored" and editor.stored.text() == ""
+
+
+def test_closing_the_dialog_changes_nothing(qtbot, panel, doc, store):
+    from PySide6.QtCore import QTimer
+
+    panel.set_node("mail")
+    click(qtbot, panel.form.sections["connection"].toggle)
+    before = doc.undo_stack.count()
+    QTimer.singleShot(0, lambda: QApplication.activeModalWidget().reject())
+    click(qtbot, panel.form.rows["password"].value_editor.credentials_button)
+    assert doc.undo_stack.count() == before and "password" not in doc.node("mail").params
+
+
+def scripted_agent_doc(registry):
+    flow = real_email_flow(registry)
+    agent = flow.node("agent")
+    agent.params = {"provider": ParamValue(scope=Scope.CUSTOM, value="scripted")}
+    return FlowDocument(flow, registry)
+
+
+def test_credentials_beside_the_provider_turn_a_scripted_agent_into_a_real_one(qtbot, registry,
+                                                                               store):
+    doc = scripted_agent_doc(registry)
+    panel = PropertiesPanel(doc)
+    qtbot.addWidget(panel)
+    panel.resize(320, 700)
+    panel.show()
+    panel.set_node("agent")
+    form = panel.form
+    button = form.agent_credentials_button
+    assert shown(button, panel)  # in view, beside the provider: no section to open
+    assert not shown(form.rows["api_key"], panel)  # scripted needs no key
+    use_in_dialog(qtbot, "openai", {})
+    click(qtbot, button)
+    params = doc.node("agent").params
+    assert params["api_key"].value == {"keyring": "switchboard", "username": "openai"}
+    assert params["provider"].value == "openai"
+    assert form.rows["provider"].value_editor.combo.currentData() == "openai"
+    assert doc.undo_stack.undoText() == "Use credential openai"
+    doc.undo_stack.undo()  # one step takes back both
+    assert "api_key" not in doc.node("agent").params
+    assert doc.node("agent").params["provider"].value == "scripted"
+
+
+def test_the_agents_script_is_edited_as_a_table_of_turns_with_undo(qtbot, registry):
+    from PySide6.QtWidgets import QLineEdit
+
+    from designer.commands import RemoveItems
+
+    doc = scripted_agent_doc(registry)
+    panel = PropertiesPanel(doc)
+    qtbot.addWidget(panel)
+    panel.resize(320, 900)
+    panel.show()
+    panel.set_node("agent")
+    row = panel.form.rows["script"]
+    editor = row.value_editor.editor
+    assert shown(editor, panel) and editor.tool_names() == ["send_email"]
+    assert row.value_editor.width() <= panel.form.width()  # fits the dock, nothing clipped
+    assert editor.add_call_button.x() + editor.remove_button.geometry().right() > 0
+
+    qtbot.mouseClick(editor.add_call_button, Qt.MouseButton.LeftButton)
+    (cell,) = [w for w in editor.table.findChildren(QLineEdit) if w.isVisible()]
+    cell.selectAll()
+    qtbot.keyClicks(cell, '{"to": "john@example.com"}')
+    qtbot.keyClick(cell, Qt.Key.Key_Return)
+    QApplication.processEvents()  # the view commits a cell on Enter through its queue
+    assert doc.node("agent").params["script"].value == [
+        {"tool_calls": [{"name": "send_email", "arguments": {"to": "john@example.com"}}]}]
+    assert doc.undo_stack.undoText() == "Change Script"
+    qtbot.mouseClick(editor.add_text_button, Qt.MouseButton.LeftButton)
+    assert len(doc.node("agent").params["script"].value) == 2
+    doc.undo_stack.undo()
+    assert editor.value() == doc.node("agent").params["script"].value
+    assert len(editor.value()) == 1
+
+    # The turns offer the tools wired now: unwire the mail tool, it is marked.
+    wire = next(i for i, w in enumerate(doc.flow.wires) if w.source == ("agent", "tools"))
+    doc.undo_stack.push(RemoveItems(doc, [], [wire]))
+    assert editor.tool_names() == []
+    assert editor.table.cellWidget(0, 1).currentText() == "send_email (not wired)"
+
+
+# -- nothing clipped at 1440x900 ------------------------------------------------------------
+
+def test_no_form_is_wider_than_the_dock_at_1440x900(make_window, registry):
+    """Every built-in node's form, in the real window with its theme: the
+    form fits the properties dock (the panel never scrolls sideways, so a
+    wider form is cut off at the right edge)."""
+    from PySide6.QtWidgets import QApplication
+
+    doc = FlowDocument(Flow(nodes=[FlowNode(id=f"n{i}", type=s.type, position=(0, 90 * i))
+                                   for i, s in enumerate(registry.specs())]), registry)
+    window = make_window(doc)
+    window.set_theme("light")
+    window.resize(1440, 900)
+    too_wide = []
+    try:
+        for fnode in doc.flow.nodes:
+            window.properties.set_node(fnode.id)
+            form = window.properties.form
+            for box in form.sections.values():
+                box.set_open(True)  # every param laid out
+            QApplication.processEvents()
+            viewport = window.properties.scroll.viewport().width()
+            if form.width() > viewport:
+                too_wide.append((fnode.type, form.width(), viewport))
+    finally:
+        window.set_theme("system")
+    assert too_wide == [], too_wide
