@@ -42,17 +42,19 @@ class SendMail(Node):
 
     to = Param(str, "Recipient email address(es), comma-separated", scope=AI,
                allow=AI | CUSTOM | MESSAGE)
-    cc = Param(str, "Carbon-copy address(es), comma-separated", default="",
-               allow=AI | CUSTOM | MESSAGE)
     subject = Param(str, "Subject line", scope=AI, allow=AI | CUSTOM | MESSAGE)
     body = Param(str, "Message body (plain text)", scope=AI, allow=AI | CUSTOM | MESSAGE,
                  multiline=True)
-    sender = Param(str, "From address", default="switchboard@localhost", allow=CUSTOM | MESSAGE)
+    # Before cc and sender, so that the choice a first try needs (outbox: no
+    # server) is in view without scrolling.
     delivery = Param(str, "smtp: send through the SMTP server; outbox: write an .eml file to the "
                      "outbox folder instead (no server needed)", choices=["smtp", "outbox"],
                      default="smtp", allow=CUSTOM)
     outbox_dir = Param(str, "Folder for outbox delivery; empty: 'outbox' in Switchboard's data "
                        "folder", default="", allow=CUSTOM, visible_if={"delivery": ["outbox"]})
+    cc = Param(str, "Carbon-copy address(es), comma-separated", default="",
+               allow=AI | CUSTOM | MESSAGE)
+    sender = Param(str, "From address", default="switchboard@localhost", allow=CUSTOM | MESSAGE)
     # The server: meaningless, and hidden, while mail goes to the outbox.
     smtp_host = Param(str, "SMTP server", default="localhost", allow=CUSTOM | MESSAGE,
                       group="connection", visible_if={"delivery": ["smtp"]})
