@@ -72,3 +72,14 @@ def test_http_request_shows_the_fields_of_the_chosen_auth_body_and_response():
     assert not spec.param_visible("body", custom(body_type="none"))
     assert spec.param_visible("body_file", custom(body_type="file"))
     assert spec.param_visible("response_file", custom(response_as="file"))
+
+
+def test_the_properties_doc_shows_images_that_exist():
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "properties.md"
+    names = re.findall(r"\(img/([^)]+\.png)\)", doc.read_text(encoding="utf-8"))
+    assert "properties-agent-sections.png" in names and "properties-outbox.png" in names
+    for name in names:
+        assert (doc.parent / "img" / name).is_file(), name

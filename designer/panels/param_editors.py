@@ -420,16 +420,21 @@ class SecretEditor(ValueEditor):
             e.setFont(mono_font())
         self.status = _muted_label("", self)
         self.note = _muted_label("Only this name is saved in the flow, never the secret.", self)
-        # The combo gives way to the button in a narrow dock.
-        self.kind.setSizeAdjustPolicy(
-            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.kind.setMinimumContentsLength(12)
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.kind, 1)
-        row.addWidget(self.credentials_button)
+        row.addWidget(self.kind)
+        row.addStretch(1)
         self.layout_.addLayout(row)
-        for w in (self.stored, self.env, self.service, self.username, self.status, self.note):
+        # The name field of the kind shown, with the button that picks a
+        # stored credential beside it (one line, whatever the kind).
+        field = QHBoxLayout()
+        field.setContentsMargins(0, 0, 0, 0)
+        field.setSpacing(6)
+        for e in (self.stored, self.env, self.service):
+            field.addWidget(e, 1)
+        field.addWidget(self.credentials_button)
+        self.layout_.addLayout(field)
+        for w in (self.username, self.status, self.note):
             self.layout_.addWidget(w)
         self.kind.activated.connect(self._on_kind)
         # Applied when editing finishes, not per keystroke: someone who types

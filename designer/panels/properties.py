@@ -623,7 +623,7 @@ class NodeForm(QWidget):
                                          is True)
         errors = [p for p in problems if p.severity == "error"]
         for p in problems:
-            where = _fieldlabel(self.spec, p.field)
+            where = field_label(self.spec, p.field)
             mark = "✖" if p.severity == "error" else "⚠"
             message = human_message(self.spec, p.message)
             message = message[:1].upper() + message[1:] if not where else message
@@ -801,7 +801,9 @@ def human_message(spec: NodeSpec, message: str) -> str:
     return message.replace(f"{spec.type} ", f"{spec.name} ")
 
 
-def _fieldlabel(spec: NodeSpec, field: str | None) -> str:
+def field_label(spec: NodeSpec, field: str | None) -> str:
+    """Where a problem is, in the form's words: "SMTP port" for
+    params.smtp_port.value, "Tool name", "Output message_id", "Wire"."""
     if not field:
         return ""
     parts = field.split(".")
@@ -810,6 +812,10 @@ def _fieldlabel(spec: NodeSpec, field: str | None) -> str:
         return p.label if p else parts[1]
     if parts[0] == "tool":
         return "Tool name"
+    if parts[0] == "outputs" and len(parts) > 1:
+        return f"Output {parts[1]}"
+    if parts[0].startswith("wires["):
+        return "Wire"
     if field == "in":
         return ""
     return field

@@ -18,7 +18,7 @@ from runtime.flow import Flow, FlowNode
 from runtime.registry import Registry
 from runtime.spec import ParamValue, Scope
 
-from .editor_fixtures import make_window  # noqa: F401 - a fixture (uses registry below)
+from .editor_fixtures import make_window  # noqa: F401,F811 - a fixture (uses registry below)
 from .properties_fixtures import fake_flow, fake_registry, real_email_flow
 
 
@@ -457,7 +457,7 @@ def test_the_agents_script_is_edited_as_a_table_of_turns_with_undo(qtbot, regist
 
 # -- nothing clipped at 1440x900 ------------------------------------------------------------
 
-def test_no_form_is_wider_than_the_dock_at_1440x900(make_window, registry):
+def test_no_form_is_wider_than_the_dock_at_1440x900(make_window, registry):  # noqa: F811
     """Every built-in node's form, in the real window with its theme: the
     form fits the properties dock (the panel never scrolls sideways, so a
     wider form is cut off at the right edge)."""
