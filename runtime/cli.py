@@ -75,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fail the run as a message storm past N messages in flight "
                         "(default: the flow's setting, else 100000)")
     r.add_argument("--no-history", action="store_true", help="do not record the run in history")
+    r.add_argument("--approve", default="ask", metavar="ask|auto|deny|POLICY.json",
+                   help="who decides on tool calls that need approval: ask on the terminal "
+                        "(the default; refused when there is none), approve all, deny all, "
+                        "or the rules of a policy file")
 
     v = sub.add_parser("validate", help="check a flow; exit 2 with the reasons")
     v.add_argument("flow")
@@ -197,6 +201,12 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout {args.timeout:g}: must be more than 0 seconds")
     if args.max_in_flight is not None and args.max_in_flight < 1:
         raise UsageError(f"--max-in-flight {args.max_in_flight}: must be at least 1")
+    from runtime.approval import People, approver_for
+
+    try:
+        approver = approver_for(args.approve)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     flow = _load(args.flow, validate=False)
     apply_sets(flow, args.set, args.flow)
     problems = validate_flow(flow, file=args.flow)
@@ -258,6 +268,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         engine = Engine(flow, bus=bus, trace=args.trace, record=bool(args.trace), file=args.flow,
                         max_in_flight=args.max_in_flight, validated=True)
+        engine.people = People(approver)  # type: ignore[attr-defined]
     except FlowError as exc:
         for problem in exc.problems:
             print(str(problem), file=sys.stderr)

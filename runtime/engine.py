@@ -262,6 +262,7 @@ class Engine:
                 cls = self.registry.isolated(fnode.type) or cls
             rt = NodeRuntime(self, fnode, cls.spec)
             params = expand_flow_dir(fnode.params, flow_dir)
+            params = expand_workspace(params, self.run_id)
             rt.bind(cls(fnode.id, fnode.name or "", params, fnode.outputs, rt))
             self.nodes[fnode.id] = rt
         self._bind_expressions()
@@ -807,6 +808,25 @@ class Engine:
 
 
 FLOW_DIR = "{flow_dir}"
+
+
+WORKSPACE = "{workspace}"
+
+
+def expand_workspace(params: dict[str, ParamValue], run_id: str) -> dict[str, ParamValue]:
+    """``{workspace}`` in a fixed text value is this run's workspace folder
+    (runtime.workspace), made when a node names it: where tools write the
+    documents agents pass to each other."""
+    if not any(v.scope is Scope.CUSTOM and isinstance(v.value, str) and WORKSPACE in v.value
+               for v in params.values()):
+        return params
+    from .workspace import workspace_root
+
+    root = workspace_root(run_id)
+    root.mkdir(parents=True, exist_ok=True)
+    return {k: v.model_copy(update={"value": v.value.replace(WORKSPACE, str(root))})
+            if v.scope is Scope.CUSTOM and isinstance(v.value, str) else v
+            for k, v in params.items()}
 
 
 def expand_flow_dir(params: dict[str, ParamValue], flow_dir: str) -> dict[str, ParamValue]:

@@ -25,6 +25,7 @@ from pydantic import (
     field_validator,
 )
 
+from .approval import ApprovalPolicy
 from .node import is_secret_ref
 from .package_hints import unknown_type_message
 from .registry import Registry
@@ -43,12 +44,23 @@ MAX_FILE_BYTES = 50 * 1024 * 1024
 
 
 class ToolOverride(BaseModel):
-    """A flow's own name/description for a tool node, so that two Send Mail
-    nodes can be two tools of one agent."""
+    """A flow's settings for a tool node: its own name/description (so that
+    two Send Mail nodes can be two tools of one agent), when its calls wait
+    for a person (``approval``; unset: sensitive-looking tools always do),
+    and how often it may be called."""
 
     model_config = ConfigDict(extra="forbid")
     name: str | None = None
     description: str | None = None
+    approval: ApprovalPolicy | None = None
+    #: Most calls of this tool in one run (all agents together), and in one
+    #: LLM answer; past them a call is refused with a reason the LLM reads.
+    max_calls_per_run: int | None = Field(default=None, ge=1, le=1_000_000)
+    max_calls_per_turn: int | None = Field(default=None, ge=1, le=1000)
+
+    def is_set(self) -> bool:
+        return any(v is not None for v in (self.name, self.description, self.approval,
+                                           self.max_calls_per_run, self.max_calls_per_turn))
 
 
 class FlowNode(BaseModel):
@@ -74,8 +86,8 @@ class FlowNode(BaseModel):
             out["params"] = {k: v.to_json() for k, v in self.params.items()}
         if self.outputs:
             out["outputs"] = dict(self.outputs)
-        if self.tool and (self.tool.name or self.tool.description):
-            out["tool"] = self.tool.model_dump(exclude_none=True)
+        if self.tool and self.tool.is_set():
+            out["tool"] = self.tool.model_dump(mode="json", exclude_none=True)
         if self.disabled:
             out["disabled"] = True
         if self.notes:
@@ -549,7 +561,44 @@ def tool_name(spec: NodeSpec, fnode: FlowNode) -> str | None:
         return None
     if fnode.tool and fnode.tool.name:
         return fnode.tool.name
+    if spec.has_tools_port:
+        # An agent used as a tool: named after the node ("Mail agent" ->
+        # mail_agent), so that two child agents are two tools at once.
+        slug = re.sub(r"[^a-z0-9]+", "_", (fnode.name or fnode.id).lower()).strip("_")[:64]
+        return slug or spec.tool.name
     return spec.tool.name
+
+
+def agent_cycle(flow: Flow, specs: dict[str, NodeSpec]) -> list[str] | None:
+    """Agents that call each other as tools in a ring (a -> b -> a), as the
+    path around it; None if there is none. A child agent runs inside its
+    parent's tool call, so a ring would recurse until a limit stops it."""
+    calls: dict[str, list[str]] = {}
+    for wire in flow.wires:
+        src, dst = wire.source[0], wire.target[0]
+        sspec, dspec = specs.get(src), specs.get(dst)
+        if sspec is None or dspec is None or not dspec.has_tools_port:
+            continue
+        if any(p.name == wire.source[1] and p.kind == "tools" for p in sspec.outputs):
+            calls.setdefault(src, []).append(dst)
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    for start in calls:
+        if state.get(start):
+            continue
+        path, stack = [start], [iter(calls.get(start, ()))]
+        state[start] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif not state.get(nxt):
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(calls.get(nxt, ())))
+    return None
 
 
 class _Ports:
@@ -701,6 +750,11 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                     f"'{dst}'); give one a different tool name", dst, "tool.name")
             else:
                 agent_tools[name] = dst
+
+    ring = agent_cycle(flow, specs)
+    if ring:
+        err("agents call each other as tools in a ring: " + " -> ".join(ring)
+            + "; a child agent must not reach its parent", ring[0], "wires")
 
     # Graph analysis: warnings only, cycles are allowed. Every wire between
     # two nodes of the flow counts, whatever its ports.

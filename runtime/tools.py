@@ -32,8 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .approval import ApprovalPolicy, ApprovalRequest, default_policy, people_of
 from .arguments import _parse, event_args, masked, preview, short
-from .events import ToolCall, ToolResult
+from .events import NodeStatus, ToolApproval, ToolCall, ToolDecision, ToolResult
 from .message import (
     AGENT_NODE_ID,
     MESSAGE_TYPE,
@@ -62,6 +63,9 @@ TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DEFAULT_TOOL_TIMEOUT = 60.0
 #: Most tool calls one LLM turn may make (the agent's max_tool_calls_per_turn).
 MAX_TOOL_CALLS_PER_TURN = 16
+#: The tool a child agent (an agent used as another's tool) ends its task with.
+HANDOFF = "handoff"
+MAX_HANDOFF_DOCUMENTS = 50
 # -- schemas ----------------------------------------------------------------
 
 def ai_params(spec: NodeSpec, fnode: FlowNode) -> list[tuple[Any, Any]]:
@@ -80,8 +84,37 @@ def ai_params(spec: NodeSpec, fnode: FlowNode) -> list[tuple[Any, Any]]:
     return out
 
 
+AGENT_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "task": {"type": "string", "description": "The task, with everything the other agent "
+                                                  "needs to know to do it"},
+        "documents": {"type": "array", "items": {"type": "string"},
+                      "description": "Paths of workspace documents it should read"},
+    },
+    "required": ["task"],
+    "additionalProperties": False,
+}
+
+HANDOFF_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "result": {"type": "string", "description": "Your result, for the agent that gave you "
+                                                    "the task"},
+        "documents": {"type": "array", "items": {"type": "string"},
+                      "description": "Paths of workspace documents that go with it (files your "
+                                     "tools wrote)"},
+    },
+    "required": ["result"],
+    "additionalProperties": False,
+}
+
+
 def tool_schema(spec: NodeSpec, fnode: FlowNode) -> dict[str, Any]:
-    """The JSON schema of a tool's arguments: exactly the ``ai`` params."""
+    """The JSON schema of a tool's arguments: exactly the ``ai`` params (an
+    agent used as a tool takes a task and documents)."""
+    if spec.has_tools_port:
+        return json.loads(json.dumps(AGENT_TOOL_SCHEMA))
     props: dict[str, Any] = {}
     required: list[str] = []
     for p, setting in ai_params(spec, fnode):
@@ -128,6 +161,9 @@ class ToolDef:
     function: dict[str, Any]
     check: Callable[[Any], bool] = field(repr=False)
     _validator: Any = field(default=None, repr=False)
+    policy: ApprovalPolicy = field(default_factory=lambda: ApprovalPolicy(mode="never"))
+    max_per_run: int | None = None
+    max_per_turn: int | None = None
 
     @property
     def validator(self) -> Any:
@@ -272,9 +308,19 @@ def build_tool(spec: NodeSpec, fnode: FlowNode) -> ToolDef:
             f"tool name '{name}' of node '{fnode.id}' must be 1-64 letters, digits, '_' or '-'")
     schema = tool_schema(spec, fnode)
     description = _tool_description(spec, fnode)
+    settings = fnode.tool
+    if settings is not None and settings.approval is not None:
+        policy = settings.approval
+    elif spec.has_tools_port:
+        # An agent used as a tool does nothing itself: its own tools ask.
+        policy = ApprovalPolicy(mode="never")
+    else:
+        policy = default_policy(name, spec.type)
     return ToolDef(name=name, description=description, node_id=fnode.id, schema=schema,
                    function=function_spec(name, description, schema),
-                   check=compile_check(schema))
+                   check=compile_check(schema), policy=policy,
+                   max_per_run=settings.max_calls_per_run if settings else None,
+                   max_per_turn=settings.max_calls_per_turn if settings else None)
 
 
 def agent_tools(flow: Flow, agent_id: str, registry: Registry | None = None, *,
@@ -347,7 +393,7 @@ class ToolOutcome:
             except (TypeError, ValueError):
                 text = json.dumps(to_jsonable(self.data), ensure_ascii=False)
             return redact(text)
-        prefix = "refused: " if self.status == "refused" else ""
+        prefix = {"refused": "refused: ", "rejected": "rejected: "}.get(self.status, "")
         return json.dumps({"error": prefix + self.error}, ensure_ascii=False)
 
     def summary(self) -> dict[str, Any]:
@@ -408,6 +454,35 @@ class _Running:
                            ms=(time.perf_counter() - self.t0) * 1000)
 
 
+@dataclass(slots=True)
+class AgentCalls:
+    """One agent's work on one message, as its tool calls see it: the call
+    that runs it (an agent used as a tool), its tool calls so far and their
+    limit, and the handoff that ends a child agent's task."""
+
+    parent: str = ""
+    limit: int | None = None
+    engine: Any = None
+    count: int = 0
+    handoff: dict | None = None
+
+
+class _Waiting:
+    """A valid call whose node must wait for a person's decision."""
+
+    __slots__ = ("call_id", "caller_id", "tool", "args", "t0", "reason", "parent")
+
+    def __init__(self, call_id: str, caller_id: str, tool: ToolDef, args: dict, t0: float,
+                 reason: str, parent: str) -> None:
+        self.call_id, self.caller_id, self.tool = call_id, caller_id, tool
+        self.args, self.t0, self.reason, self.parent = args, t0, reason, parent
+
+
+def _run_counts(engine: Any) -> dict[str, int]:
+    """Calls per tool node in this run (max_calls_per_run counts all agents)."""
+    return engine.resource("tool-call-counts", dict)
+
+
 class ToolBridge:
     """An agent's side of its tools: the schemas its LLM sees, and calls
     routed to the tool nodes as ``tool_request`` messages.
@@ -425,11 +500,54 @@ class ToolBridge:
         self.functions = [t.function for t in self.tools.values()]
         self.names = list(self.tools)
 
+    def functions_for(self, state: AgentCalls | None) -> list[dict]:
+        """The functions the LLM is offered: a child agent also gets handoff."""
+        if state is not None and state.parent and HANDOFF not in self.tools:
+            return [*self.functions, function_spec(
+                HANDOFF, "End your task and hand your result (and any workspace documents) to "
+                "the agent that gave it to you", HANDOFF_SCHEMA)]
+        return self.functions
+
     async def call_many(self, base: dict, calls: list[Any], timeout: float | None,
-                        max_calls: int | None = MAX_TOOL_CALLS_PER_TURN) -> list[ToolOutcome]:
+                        max_calls: int | None = MAX_TOOL_CALLS_PER_TURN,
+                        state: AgentCalls | None = None) -> list[ToolOutcome]:
         """Run the calls of one LLM turn concurrently; results in call order.
         Each call is ``(call_id, name, raw_arguments)``. Past ``max_calls``
-        the calls are refused and their nodes never run."""
+        the calls are refused and their nodes never run; so are calls past a
+        tool's own limits, or past the agent's calls per message (``state``).
+        A child agent's ``handoff`` is taken here and ends its task."""
+        refused: dict[int, ToolOutcome] = {}
+        parent = state.parent if state is not None else ""
+        per_turn: dict[str, int] = {}
+        counts = _run_counts(self.engine)
+        for i, (call_id, name, raw) in enumerate(calls):
+            if state is not None and state.parent and name == HANDOFF and HANDOFF not in self.tools:
+                refused[i] = self._handoff(state, call_id, raw)
+                continue
+            tool = self.tools.get(name)
+            why = None
+            if tool is not None:
+                n = per_turn[name] = per_turn.get(name, 0) + 1
+                if tool.max_per_turn and n > tool.max_per_turn:
+                    why = (f"tool '{name}' may be called at most {tool.max_per_turn} times in "
+                           "one answer (max_calls_per_turn); make this call in a later turn")
+                elif tool.max_per_run and counts.get(tool.node_id, 0) >= tool.max_per_run:
+                    why = (f"tool '{name}' was called {tool.max_per_run} times in this run, its "
+                           "limit (max_calls_per_run); it cannot be called again")
+            if why is None and state is not None and state.limit is not None:
+                if state.count >= state.limit:
+                    why = (f"this agent made {state.limit} tool calls for this message, its "
+                           "limit (max_tool_calls_per_run); answer with what you have")
+            if why is not None:
+                refused[i] = self.refuse(call_id, name, raw, why, parent)
+                continue
+            if tool is not None:
+                counts[tool.node_id] = counts.get(tool.node_id, 0) + 1
+            if state is not None:
+                state.count += 1
+        pending = [(i, c) for i, c in enumerate(calls) if i not in refused]
+        if refused:
+            calls = [c for _, c in pending]
         over: list[Any] = []
         if max_calls and len(calls) > max_calls:
             calls, over = calls[:max_calls], calls[max_calls:]
@@ -439,11 +557,13 @@ class ToolBridge:
         # call only runs in the agent's own task when no other call of the
         # turn could overlap it: one call, or nodes that never wait (plain
         # functions that do not block). Otherwise each call gets a task.
-        if len(calls) <= 1 or all(self._never_waits(c[1]) for c in calls):
-            out: list[Any] = [await self.call(base, c[0], c[1], c[2], timeout) for c in calls]
+        if len(calls) <= 1 or all(self._never_waits(c[1], c[2]) for c in calls):
+            out: list[Any] = [await self.call(base, c[0], c[1], c[2], timeout, parent)
+                              for c in calls]
         else:
             loop = asyncio.get_running_loop()
-            tasks = [loop.create_task(self.call(base, c[0], c[1], c[2], timeout)) for c in calls]
+            tasks = [loop.create_task(self.call(base, c[0], c[1], c[2], timeout, parent))
+                     for c in calls]
             try:
                 out = list(await asyncio.gather(*tasks))
             except BaseException:
@@ -455,17 +575,57 @@ class ToolBridge:
             why = (f"too many tool calls in one turn: {total} asked, and "
                    f"max_tool_calls_per_turn={max_calls} runs only the first {max_calls}; "
                    "this call did not run, make it again in the next turn")
-            out += [self.refuse(c[0], c[1], c[2], why) for c in over]
+            out += [self.refuse(c[0], c[1], c[2], why, parent) for c in over]
+        if refused:
+            # Back into call order, the refused and handed-off ones in their places.
+            ran = iter(out)
+            out = [refused[i] if i in refused else next(ran)
+                   for i in range(len(pending) + len(refused))]
         return out
 
-    def _never_waits(self, name: str) -> bool:
+    def _handoff(self, state: AgentCalls, call_id: str, raw: Any) -> ToolOutcome:
+        """A child agent's handoff: checked, kept on ``state`` (the loop ends
+        the agent's task with it), answered at once."""
+        caller_id = new_caller_id()
+        args, why, bounded = _parse(raw)
+        if why is None:
+            if not isinstance(args, dict) or not isinstance(args.get("result"), str):
+                why = "handoff needs a 'result' text"
+            else:
+                docs = args.get("documents") or []
+                if not isinstance(docs, list) or not all(isinstance(d, str) for d in docs):
+                    why = "documents must be a list of workspace paths"
+                elif len(docs) > MAX_HANDOFF_DOCUMENTS:
+                    why = f"at most {MAX_HANDOFF_DOCUMENTS} documents"
+                else:
+                    from .workspace import workspace_of
+
+                    why = workspace_of(state.engine).missing(docs)
+        if self.engine.bus.active:
+            self.engine.bus.publish(ToolCall(agent=self.agent_id, tool=HANDOFF,
+                                             caller_id=caller_id, parent=state.parent,
+                                             args=event_args(args, checked=True)))
+        if why is not None:
+            out = ToolOutcome(call_id, caller_id, HANDOFF, "", args, "refused", error=why,
+                              bounded=bounded)
+        else:
+            state.handoff = args
+            out = ToolOutcome(call_id, caller_id, HANDOFF, "", args, "success",
+                              data={"status": "handed off"})
+        self._published(out, state.parent)
+        return out
+
+    def _never_waits(self, name: str, raw_args: Any = None) -> bool:
         tool = self.tools.get(name)
         if tool is None:
             return True  # refused at once
+        if tool.policy.mode != "never" or tool.policy.confirm:
+            return False  # may wait for a person
         rt = self.engine.nodes[tool.node_id]
         return not rt.is_async and not rt.node.blocking
 
-    def refuse(self, call_id: str, name: Any, raw_args: Any, why: str) -> ToolOutcome:
+    def refuse(self, call_id: str, name: Any, raw_args: Any, why: str,
+               parent: str = "") -> ToolOutcome:
         """A call that never reaches its node (past max_tool_calls_per_turn):
         its events and outcome, with a bounded preview of the arguments."""
         caller_id = new_caller_id()
@@ -475,20 +635,73 @@ class ToolBridge:
         args = short(raw_args) if isinstance(raw_args, str) else preview(raw_args)
         if self.engine.bus.active:
             self.engine.bus.publish(ToolCall(agent=self.agent_id, node=node_id, tool=name,
-                                             caller_id=caller_id, args=redact(args)))
+                                             caller_id=caller_id, args=redact(args),
+                                             parent=parent))
         out = ToolOutcome(call_id, caller_id, name, node_id, args, "refused", error=why,
                           bounded=True)
-        self._published(out)
+        self._published(out, parent)
         return out
 
     async def call(self, base: dict, call_id: str, name: str, raw_args: Any,
-                   timeout: float | None = DEFAULT_TOOL_TIMEOUT) -> ToolOutcome:
-        started = self._begin(base, call_id, name, raw_args)
+                   timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+                   parent: str = "") -> ToolOutcome:
+        started = self._begin(base, call_id, name, raw_args, parent)
+        if isinstance(started, _Waiting):
+            started = await self._approve(base, started)
         if isinstance(started, _Running):
-            return await self._wait(started, timeout)
+            return await self._wait(started, timeout, parent)
         return started
 
-    def _begin(self, base: dict, call_id: str, name: str, raw_args: Any) -> ToolOutcome | _Running:
+    async def _approve(self, base: dict, w: _Waiting) -> ToolOutcome | _Running:
+        """Wait for a person's decision on a call (or the policy's timeout):
+        then run it, with the edited arguments if they were edited (checked
+        against the same schema), or answer the LLM with the rejection."""
+        tool, bus, t0 = w.tool, self.engine.bus, time.perf_counter()
+        confirm = [a for a in tool.policy.confirm if a in tool.schema.get("properties", {})]
+        request = ApprovalRequest(caller_id=w.caller_id, agent=self.agent_id, node=tool.node_id,
+                                  tool=tool.name, args=w.args, reason=w.reason, confirm=confirm,
+                                  schema=tool.schema, timeout=tool.policy.timeout_seconds)
+        if bus.active:
+            bus.publish(ToolApproval(agent=self.agent_id, node=tool.node_id, tool=tool.name,
+                                     caller_id=w.caller_id, args=event_args(w.args, checked=True),
+                                     reason=w.reason, confirm=confirm,
+                                     timeout=tool.policy.timeout_seconds, parent=w.parent))
+            bus.publish(NodeStatus(node=tool.node_id, text="waiting for approval",
+                                   color="yellow", state="waiting"))  # type: ignore[arg-type]
+        try:
+            decision = await people_of(self.engine).approve(request)
+        finally:
+            if bus.active:
+                bus.publish(NodeStatus(node=tool.node_id, text="", color="",
+                                       state="idle"))  # type: ignore[arg-type]
+        args = decision.args if decision.approved and decision.args is not None else w.args
+        why = None
+        if decision.approved and decision.args is not None:
+            why = tool.validate(decision.args)
+        if bus.active:
+            bus.publish(ToolDecision(agent=self.agent_id, node=tool.node_id, tool=tool.name,
+                                     caller_id=w.caller_id, decision=decision.kind,  # type: ignore[arg-type]
+                                     by=decision.by, reason=redact(decision.reason),
+                                     args=event_args(args, checked=True),
+                                     waited_ms=(time.perf_counter() - t0) * 1000,
+                                     parent=w.parent))
+        if not decision.approved or why is not None:
+            if why is not None:
+                error = f"the edited arguments do not fit the tool: {why}"
+            elif decision.by == "timeout":
+                error = decision.reason
+            else:
+                error = f"rejected by {decision.by}" + (f": {decision.reason}"
+                                                        if decision.reason else "")
+            out = ToolOutcome(w.call_id, w.caller_id, tool.name, tool.node_id, args, "rejected",
+                              error=redact(error), ms=(time.perf_counter() - w.t0) * 1000)
+            self._published(out, w.parent)
+            return out
+        running = _Running(w.call_id, w.caller_id, tool.name, tool.node_id, args, w.t0)
+        return self._start(base, running, tool, w.parent)
+
+    def _begin(self, base: dict, call_id: str, name: str, raw_args: Any,
+               parent: str = "") -> ToolOutcome | _Running | _Waiting:
         """A call's checks, events and request, and the tool's first step,
         run now: a ToolOutcome if that settled it, else the call still going.
         The first step needs no timer: nothing could interrupt it anyway."""
@@ -502,7 +715,8 @@ class ToolBridge:
         args, why, bounded = _parse(raw_args)
         if bus.active:
             bus.publish(ToolCall(agent=self.agent_id, node=node_id, tool=name,
-                                 caller_id=caller_id, args=event_args(args, checked=True)))
+                                 caller_id=caller_id, args=event_args(args, checked=True),
+                                 parent=parent))
         if tool is None:
             available = ", ".join(self.names) or "none"
             why = f"unknown tool '{name}' (available tools: {available})"
@@ -512,18 +726,26 @@ class ToolBridge:
             out = ToolOutcome(call_id, caller_id, name, node_id, args, "refused",
                               error=redact(why), ms=(time.perf_counter() - t0) * 1000,
                               bounded=bounded)
-            self._published(out)
+            self._published(out, parent)
             return out
+        reason = tool.policy.reason(args)  # type: ignore[union-attr]
+        if reason is not None:
+            return _Waiting(call_id, caller_id, tool, args, t0, reason, parent)  # type: ignore[arg-type]
         running = _Running(call_id, caller_id, name, node_id, args, t0)
-        running.step = self.engine.run_as_tool(tool.node_id, self.request(base, caller_id, tool,
-                                                                          args))
+        return self._start(base, running, tool, parent)  # type: ignore[arg-type]
+
+    def _start(self, base: dict, running: _Running, tool: ToolDef,
+               parent: str) -> ToolOutcome | _Running:
+        """The tool's first step, now: settled, or the call still going."""
+        running.step = self.engine.run_as_tool(
+            tool.node_id, self.request(base, running.caller_id, tool, running.args))
         try:
             running.pending = running.step.send(None)
         except StopIteration as done:
-            return self._settled(running, done.value)
+            return self._settled(running, done.value, parent)
         return running
 
-    async def _wait(self, r: _Running, timeout: float | None) -> ToolOutcome:
+    async def _wait(self, r: _Running, timeout: float | None, parent: str = "") -> ToolOutcome:
         """The rest of a call that suspended in its first step, under its
         timeout (entered here, in the task that awaits the call)."""
         try:
@@ -537,14 +759,14 @@ class ToolBridge:
                                            "(tool_timeout_seconds) and was cancelled")
         except asyncio.CancelledError:
             out = r.outcome("error", error="cancelled: the run stopped")
-            self._published(out)
+            self._published(out, parent)
             raise
         else:
-            return self._settled(r, resp)
-        self._published(out)
+            return self._settled(r, resp, parent)
+        self._published(out, parent)
         return out
 
-    def _settled(self, r: _Running, resp: dict) -> ToolOutcome:
+    def _settled(self, r: _Running, resp: dict, parent: str = "") -> ToolOutcome:
         if resp.get(TOOL_CALLER_ID) != r.caller_id:  # correlation is by caller id
             raise RuntimeError(f"tool response for {resp.get(TOOL_CALLER_ID)!r}, "
                                f"expected {r.caller_id!r}")
@@ -552,7 +774,7 @@ class ToolBridge:
             out = r.outcome("success", data=resp.get(TOOL_DATA))
         else:
             out = r.outcome("error", error=redact(str(resp.get(TOOL_ERROR) or "failed")))
-        self._published(out)
+        self._published(out, parent)
         return out
 
     def request(self, base: dict, caller_id: str, tool: ToolDef, args: dict) -> dict:
@@ -566,13 +788,13 @@ class ToolBridge:
         req[PARAMETERS] = args
         return req
 
-    def _published(self, out: ToolOutcome) -> None:
+    def _published(self, out: ToolOutcome, parent: str = "") -> None:
         bus = self.engine.bus
         if bus.active:
             bus.publish(ToolResult(agent=self.agent_id, node=out.node, tool=out.tool,
                                    caller_id=out.caller_id, status=out.status,  # type: ignore[arg-type]
                                    data=masked(out.data, 4000), error=out.error,
-                                   ms=out.ms))
+                                   ms=out.ms, parent=parent))
 
 
 # -- blocking nodes -----------------------------------------------------------

@@ -255,7 +255,8 @@ def test_the_agent_groups_its_params_and_scripted_hides_the_connection():
     scripted = {"provider": ParamValue(scope="custom", value="scripted")}
     visible = [p.name for p in spec.params if spec.param_visible(p.name, scripted)]
     assert visible == ["provider", "instructions", "prompt", "script", "max_turns",
-                       "tool_timeout_seconds", "max_tool_calls_per_turn"]
+                       "tool_timeout_seconds", "max_tool_calls_per_run", "max_seconds",
+                       "max_tool_calls_per_turn"]
     default = [p.name for p in spec.params if spec.param_visible(p.name, {})]
     assert "script" not in default and "api_key" in default and "base_url" in default
 

@@ -445,9 +445,10 @@ def test_cli_runs_the_example_offline(tmp_path):
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         env.pop(key, None)
     events = tmp_path / "events.jsonl"
+    # send_email looks sensitive: it waits for approval, here given by --approve auto.
     out = subprocess.run([sys.executable, "-m", "runtime.cli", "run", str(EXAMPLE),
-                          "--events", str(events)], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=60, env=env)
+                          "--events", str(events), "--approve", "auto"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     answer = next(x["value"] for x in lines if x["node"] == "show")
@@ -462,8 +463,36 @@ def test_cli_runs_the_example_offline(tmp_path):
     assert mail["From"] == "assistant@example.com"  # from the designer
     assert mail["Subject"] == "Your order A-1001 has shipped"
     kinds = [json.loads(line)["type"] for line in events.read_text().splitlines()]
-    for kind in ("llm.request", "llm.response", "tool.call", "tool.result"):
+    for kind in ("llm.request", "llm.response", "tool.call", "tool.approval", "tool.decision",
+                 "tool.result"):
         assert kind in kinds
+    decision = next(json.loads(line) for line in events.read_text().splitlines()
+                    if json.loads(line)["type"] == "tool.decision")
+    assert (decision["decision"], decision["by"]) == ("approved", "auto")
+
+
+def test_without_a_terminal_the_example_s_mail_is_rejected_with_the_way_out(tmp_path):
+    """No --approve and no terminal (CI): the sensitive call is not run, the
+    LLM is told why, and nothing is mailed."""
+    env = {**__import__("os").environ, "SWITCHBOARD_DATA_DIR": str(tmp_path / "data")}
+    out = subprocess.run([sys.executable, "-m", "runtime.cli", "run", str(EXAMPLE)],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env,
+                         start_new_session=True)  # no controlling terminal
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    calls = next(x["value"] for x in lines if x["node"] == "calls")
+    [call] = calls["tool_calls"]
+    assert call["status"] == "rejected"
+    assert "no terminal to ask on; run with --approve auto" in call["error"]
+    assert not list((tmp_path / "data" / "outbox").glob("*.eml"))
+
+
+def test_a_bad_approve_option_is_named(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "runtime.cli", "run", str(EXAMPLE),
+                          "--approve", "sometimes"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2
+    assert "--approve 'sometimes': expected ask, auto, deny or a policy .json file" in out.stderr
 
 
 def test_the_example_in_docs_tools_md_runs(tmp_path):

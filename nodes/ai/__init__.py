@@ -20,6 +20,7 @@ from runtime.node import (
     NodeConfigError,
     Output,
     Param,
+    Tool,
     node,
     register_secret,
 )
@@ -35,7 +36,9 @@ NO_KEY = "no-key"
 
 
 @node("ai.agent", name="AI Agent", category="AI", icon="sparkles", color="#9b59b6",
-      tools_port=True)
+      tools_port=True,
+      tool=Tool("delegate", "Give a task to another agent, which works on it with its own "
+                "tools and answers with the result"))
 class Agent(Node):
     """Asks an LLM and lets it call the nodes wired to its ``tools`` port.
     Sends the final answer as ``payload`` and what happened as ``agent``
@@ -72,6 +75,11 @@ class Agent(Node):
                        group="advanced", visible_if=_LLM)
     tool_timeout_seconds = Param(float, "Time limit of one tool call; 0: none", default=60.0,
                                  allow=CUSTOM, group="advanced")
+    max_tool_calls_per_run = Param(int, "Most tool calls for one message, all turns together; "
+                                   "past it a call is refused with a reason the model reads",
+                                   default=100, allow=CUSTOM, group="advanced")
+    max_seconds = Param(float, "Longest an agent works on one message (LLM requests and tool "
+                        "calls); 0: no limit", default=0.0, allow=CUSTOM, group="advanced")
     max_tool_calls_per_turn = Param(int, "Most tool calls run from one LLM answer; the calls "
                                     "past it are refused (the model may make them next turn)",
                                     default=16, allow=CUSTOM, group="advanced")
@@ -166,7 +174,15 @@ class Agent(Node):
         from runtime.agent.loop import run_agent
         from runtime.events import EventBus
 
-        prompt = self.prompt.get(msg)
+        as_tool = msg.get("__message_type__") == "tool_request"
+        if as_tool:
+            # Another agent's tool call: the task is the call's argument.
+            args = msg.get("__parameters__") or {}
+            prompt = args.get("task")
+            documents = args.get("documents") or []
+        else:
+            prompt = self.prompt.get(msg)
+            documents = []
         if prompt is None or prompt == "":
             raise NodeConfigError("prompt: nothing to ask (empty prompt)")
         if not isinstance(prompt, str):
@@ -178,14 +194,32 @@ class Agent(Node):
         timeout = self.tool_timeout_seconds.get()
         bus = self._rt.engine.bus if self._rt is not None else EventBus()
         self.show_status("thinking", "blue", "running")
+        engine = self._rt.engine if self._rt is not None else None
+        if documents:
+            from runtime.workspace import workspace_of
+
+            prompt += workspace_of(engine).attach(documents)
+        seconds = float(self.max_seconds.get() or 0)
         result = await run_agent(
             agent_id=self.id, provider=self._provider, bridge=self._get_bridge(), bus=bus,
             base_msg=msg, prompt=prompt, instructions=self.instructions.get(msg) or "",
             model=model, temperature=self.temperature.get(), max_tokens=self.max_tokens.get(),
             max_turns=self.max_turns.get(), tool_timeout=float(timeout) if timeout else None,
-            max_tool_calls_per_turn=max(1, int(self.max_tool_calls_per_turn.get())))
-        self.answer.set(msg, result.text)
-        self.agent.set(msg, result.info())
+            max_tool_calls_per_turn=max(1, int(self.max_tool_calls_per_turn.get())),
+            max_tool_calls=max(1, int(self.max_tool_calls_per_run.get())),
+            max_seconds=seconds or None,
+            parent=str(msg.get("__tool_caller_id__", "")) if as_tool else "",
+            engine=engine)
+        if as_tool:
+            data: dict[str, Any] = {"result": result.text}
+            if result.documents:
+                from runtime.workspace import workspace_of
+
+                data["documents"] = workspace_of(engine).deliver(result.documents)
+            msg["__tool_data__"] = data
+        else:
+            self.answer.set(msg, result.text)
+            self.agent.set(msg, result.info())
         n = len(result.outcomes)
         self.show_status(f"{result.turns} turns, {n} tool call{'s' if n != 1 else ''}", "green", "done")
 
@@ -196,3 +230,7 @@ class Agent(Node):
                 await provider.aclose()
             except Exception:  # closing a client must not fail a finished run
                 pass
+
+
+# The tools that are no functions (ask a person, think): declared with the package.
+from . import human  # noqa: E402,F401

@@ -9,6 +9,8 @@ error names them."""
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
 import time
 from dataclasses import dataclass, field
@@ -28,12 +30,19 @@ EVENT_TEXT_LIMIT = 4000
 NAMED_CALLS = 5
 
 
+#: How deep agents may call agents as tools (a parent, its child, ...).
+MAX_AGENT_DEPTH = 8
+_depth: contextvars.ContextVar[int] = contextvars.ContextVar("agent_depth", default=0)
+
+
 @dataclass
 class AgentResult:
     text: str = ""
     turns: int = 0
     outcomes: list[ToolOutcome] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    #: Workspace documents a child agent handed to its parent (handoff).
+    documents: list[str] = field(default_factory=list)
 
     def info(self) -> dict[str, Any]:
         """The agent's ``agent`` output."""
@@ -45,19 +54,54 @@ async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | N
                     base_msg: dict, prompt: str, instructions: str, model: str,
                     temperature: float | None, max_tokens: int, max_turns: int,
                     tool_timeout: float | None,
-                    max_tool_calls_per_turn: int | None = None) -> AgentResult:
+                    max_tool_calls_per_turn: int | None = None,
+                    max_tool_calls: int | None = None, max_seconds: float | None = None,
+                    parent: str = "", engine: Any = None) -> AgentResult:
+    """``parent``: the caller id of the tool call this agent answers (an
+    agent used as another's tool): its events carry it, and it gets the
+    ``handoff`` tool to end its task with a result and documents."""
+    depth = _depth.get() + (1 if parent else 0)
+    if depth > MAX_AGENT_DEPTH:
+        raise NodeConfigError(f"agents call agents {depth} deep; at most {MAX_AGENT_DEPTH} "
+                              "(an agent used as a tool counts one level)")
+    token = _depth.set(depth)
+    try:
+        if max_seconds:
+            try:
+                async with asyncio.timeout(max_seconds):
+                    return await _run(agent_id, provider, bridge, bus, base_msg, prompt,
+                                      instructions, model, temperature, max_tokens, max_turns,
+                                      tool_timeout, max_tool_calls_per_turn, max_tool_calls,
+                                      parent, engine)
+            except TimeoutError:
+                raise NodeConfigError(f"the agent did not finish within {max_seconds:g} s "
+                                      "(max_seconds)") from None
+        return await _run(agent_id, provider, bridge, bus, base_msg, prompt, instructions,
+                          model, temperature, max_tokens, max_turns, tool_timeout,
+                          max_tool_calls_per_turn, max_tool_calls, parent, engine)
+    finally:
+        _depth.reset(token)
+
+
+async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus: EventBus,
+               base_msg: dict, prompt: str, instructions: str, model: str,
+               temperature: float | None, max_tokens: int, max_turns: int,
+               tool_timeout: float | None, max_tool_calls_per_turn: int | None,
+               max_tool_calls: int | None, parent: str, engine: Any) -> AgentResult:
     from ..arguments import event_args, masked
-    from ..tools import MAX_TOOL_CALLS_PER_TURN
+    from ..tools import MAX_TOOL_CALLS_PER_TURN, AgentCalls
 
     max_calls = max_tool_calls_per_turn or MAX_TOOL_CALLS_PER_TURN
     conversation: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
-    functions = bridge.functions if bridge else []
-    names = bridge.names if bridge else []
+    calls_state = AgentCalls(parent=parent, limit=max_tool_calls, engine=engine)
+    functions = bridge.functions_for(calls_state) if bridge else []
+    names = [f["function"]["name"] for f in functions]
     result = AgentResult()
     usage = result.usage
     for turn in range(max(1, max_turns)):
         if bus.active:
-            bus.publish(LlmRequest(agent=agent_id, provider=provider.name, model=model, turn=turn + 1,
+            bus.publish(LlmRequest(agent=agent_id, parent=parent, provider=provider.name,
+                                   model=model, turn=turn + 1,
                                    message_count=len(conversation) + (1 if instructions else 0),
                                    tools=list(names),
                                    messages=masked(_as_seen(instructions, conversation),
@@ -77,7 +121,7 @@ async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | N
         text = redact(reply.text) if reply.text else ""
         if bus.active:
             bus.publish(LlmResponse(
-                agent=agent_id, turn=turn + 1, text=text[:EVENT_TEXT_LIMIT],
+                agent=agent_id, parent=parent, turn=turn + 1, text=text[:EVENT_TEXT_LIMIT],
                 tool_calls=[{"id": c.id, "name": str(c.name)[:100],
                              "arguments": event_args(c.arguments, EVENT_TEXT_LIMIT)}
                             for c in calls],
@@ -89,8 +133,14 @@ async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | N
             outcomes = [_no_tools(c) for c in calls]
         else:
             outcomes = await bridge.call_many(base_msg, [(c.id, c.name, c.arguments) for c in calls],
-                                              tool_timeout, max_calls)
+                                              tool_timeout, max_calls, state=calls_state)
         result.outcomes.extend(outcomes)
+        if calls_state.handoff is not None:
+            # The child ended its task: its result is the answer, whatever
+            # else it asked for in the same turn.
+            result.text = redact(str(calls_state.handoff.get("result", "")))
+            result.documents = list(calls_state.handoff.get("documents") or [])
+            return result
         # Arguments refused for their size or depth go back as "{}": the
         # model learns why from the tool result, and the next request does
         # not carry (nor an SDK serialise) the oversized original.

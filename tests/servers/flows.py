@@ -157,7 +157,9 @@ class _Capture(logging.Handler):
 
 
 async def run(flow: Flow, *, timeout: float = 30, reg: Registry | None = None,
-              engine_hook=None) -> tuple[Any, Recorder, Engine]:
+              engine_hook=None, people: Any = "auto") -> tuple[Any, Recorder, Engine]:
+    """``people``: who approves tool calls that need it (runtime.approval):
+    auto-approve unless a test says otherwise (approval has its own tests)."""
     rec = Recorder()
     bus = EventBus()
     bus.subscribe(rec)
@@ -168,6 +170,12 @@ async def run(flow: Flow, *, timeout: float = 30, reg: Registry | None = None,
     root.setLevel(logging.DEBUG)
     try:
         engine = Engine(flow, reg or registry(), bus)
+        if people == "auto":
+            from runtime.approval import AutoApprover, People
+
+            people = People(AutoApprover())
+        if people is not None:
+            engine.people = people
         if engine_hook is not None:
             engine_hook(engine)
         result = await engine.run(timeout=timeout)
