@@ -224,6 +224,9 @@ async def test_parent_child_grandchild_with_a_handoff_carrying_a_csv(monkeypatch
     assert answer["result"] == "Mailed eve; report attached"
     [doc] = answer["documents"]
     assert doc["path"] == "orders.csv" and doc["mime"] == "text/csv"
+    # Recorded by the node that wrote it, with the agent and tool that asked.
+    assert doc["created_by"] == {"node": "csv", "agent": "reporter", "tool": "write_csv"}
+    assert doc["summary"] == "CSV, columns: order,total"
     assert doc["content"].splitlines() == ["order,total", "A-1,120", "A-2,80"]
     # The outside recipient waited for approval, inside the child agent.
     assert people.asked[0].agent == "mailer"

@@ -147,6 +147,16 @@ class FileNode(Node):
     def base(self) -> Path:
         return base_folder(self.param("base_folder").get())
 
+    def written(self, target: Path, msg: dict) -> None:
+        """Record a file this node wrote as a document of the run's
+        workspace (runtime.workspace): with the agent and tool that asked
+        for it when it was a tool call, so that agents can hand it on."""
+        from runtime.workspace import workspace_of
+
+        engine = getattr(self._rt, "engine", None)
+        if engine is not None:
+            workspace_of(engine).record(target, node=self.id, msg=msg)
+
     def resolve(self, name: str, msg: dict, base: Path, raw: Any = _UNREAD, *,
                 must_exist: bool = False, follow_last: bool = True) -> Path:
         """The path param ``name`` names, confined as its scope requires

@@ -219,6 +219,7 @@ class WriteCsv(FileNode):
             return target
 
         target = await self.run_blocking(work)
+        self.written(target, msg)
         where = shown(target, base)
         self.file.set(msg, where)
         self.rows_written.set(msg, len(rows))

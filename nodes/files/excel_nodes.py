@@ -360,6 +360,7 @@ class WriteExcel(FileNode):
             return target, name
 
         target, name = await self.run_blocking(work)
+        self.written(target, msg)
         where = shown(target, base)
         self.file.set(msg, where)
         self.rows_written.set(msg, len(rows))

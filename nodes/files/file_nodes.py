@@ -185,6 +185,7 @@ class WriteFile(FileNode):
             return target
 
         target = await self.run_blocking(work)
+        self.written(target, msg)
         where = shown(target, base)
         self.file.set(msg, where)
         self.size.set(msg, len(data))
