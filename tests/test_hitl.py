@@ -293,3 +293,39 @@ async def test_agents_nest_to_a_bounded_depth(depth, ok):
         assert result.status == "ok", errors
     else:
         assert any("agents call agents 9 deep; at most 8" in m for m in errors), errors
+
+
+# -- headless: switchboard run --approve ----------------------------------------------
+def test_a_policy_file_decides_headless_and_the_decision_is_in_the_history(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from runtime.history import History
+
+    root = Path(__file__).resolve().parents[1]
+    example = root / "resources" / "examples" / "email-assistant.flow.json"
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"rules": [
+        {"tool": "send_email", "when": [{"arg": "to", "op": "endswith",
+                                         "value": "@ourcompany.com"}], "decision": "approve"},
+        {"tool": "send_email", "decision": "deny", "reason": "no outside mail from CI"}]}))
+    env = {**os.environ, "SWITCHBOARD_DATA_DIR": str(tmp_path / "data")}
+    out = subprocess.run([sys.executable, "-m", "runtime.cli", "run", str(example), "--approve",
+                          str(policy)], capture_output=True, text=True, timeout=60, env=env,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    calls = next(json.loads(x)["value"] for x in out.stdout.splitlines()
+                 if json.loads(x)["node"] == "calls")
+    assert calls["tool_calls"][0]["status"] == "rejected"
+    assert calls["tool_calls"][0]["error"].endswith("no outside mail from CI")
+    assert not list((tmp_path / "data" / "outbox").glob("*.eml"))
+    with History(tmp_path / "data" / "history.sqlite3") as history:
+        [run_info] = history.runs()
+        events = history.events(run_info.id)
+    [decision] = [e for e in events if e.type == "tool.decision"]
+    assert decision.decision == "rejected" and decision.by == f"policy:{policy}#2"
+    assert decision.ts > 0  # when
+    [approval] = [e for e in events if e.type == "tool.approval"]
+    assert approval.reason == "every call of this tool needs approval"  # send looks sensitive
