@@ -329,3 +329,24 @@ def test_a_policy_file_decides_headless_and_the_decision_is_in_the_history(tmp_p
     assert decision.ts > 0  # when
     [approval] = [e for e in events if e.type == "tool.approval"]
     assert approval.reason == "every call of this tool needs approval"  # send looks sensitive
+
+
+def test_the_example_in_docs_agents_md_runs(tmp_path):
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    [code] = re.findall(r"```python\n(.*?)```", (root / "docs" / "agents.md").read_text(), re.S)
+    script = tmp_path / "agents_example.py"
+    script.write_text(code)
+    env = {**os.environ, "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
+           "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=60, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith('Got it: {"result": "1 order", "documents": [{"path": '
+                                 '"orders.csv", "mime": "text/csv"')
+    assert "A-1,120" in out.stdout  # the document's text came inline
