@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .message import RESERVED_KEYS, deep_copy
-from .node import NodeConfigError, is_secret_ref
 from .paths import data_dir
 from .spec import ParamSpec, ParamType, Scope
 
@@ -77,9 +76,11 @@ GLOBAL_FILE = "variables.json"
 GLOBAL_MAX_BYTES = 10_000_000
 
 
-class ExpressionError(NodeConfigError):
+class ExpressionError(ValueError):
     """A template that cannot be compiled or rendered; the text names the
-    param (``params.subject: ...``) and what is wrong, never a traceback."""
+    param (``params.subject: ...``) and what is wrong, never a traceback.
+    (BoundParam turns it into the NodeConfigError a run reports: this module
+    imports nothing of runtime.node, which imports it.)"""
 
 
 class _Bound(Exception):
@@ -603,7 +604,7 @@ def hidden_env_names(flow: Any, registry: Any) -> frozenset[str]:
             setting = fnode.params.get(p.name)
             value = setting.value if setting is not None and setting.scope is Scope.CUSTOM \
                 else p.default
-            if p.secret and is_secret_ref(value) and "env" in value:
+            if p.secret and isinstance(value, dict) and isinstance(value.get("env"), str):
                 hidden.add(value["env"])
             elif p.name.endswith("_env") and isinstance(value, str) and value:
                 hidden.add(value)

@@ -364,7 +364,10 @@ class BoundParam:
         if setting is not None and setting.scope is Scope.EXPRESSION:
             from .expressions import Expression  # lazily: most flows have none
 
-            self.expr = Expression(spec, setting.value)
+            try:
+                self.expr = Expression(spec, setting.value)
+            except ValueError as exc:  # ExpressionError: names the param and the problem
+                raise NodeConfigError(str(exc)) from None
         # A json param explicitly set to null means null (inject a null
         # payload); for other types null means "not set": the default.
         self.null_is_value = (setting is not None and setting.scope is Scope.CUSTOM
@@ -392,7 +395,10 @@ class BoundParam:
                 return resolve_secret(value, param=self.name)
             return value
         if scope is Scope.EXPRESSION:
-            value = self.expr.render(msg)
+            try:
+                value = self.expr.render(msg)
+            except ValueError as exc:  # ExpressionError, for the run to report as the user's
+                raise NodeConfigError(str(exc)) from None
             return fallback if value is None else value
         if msg is None:
             return fallback
