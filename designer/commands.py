@@ -154,14 +154,57 @@ class SetToolOverride(QUndoCommand):
         fnode = doc.node(node_id)
         assert fnode is not None
         self.doc, self.node_id = doc, node_id
-        self.old = fnode.tool.model_copy() if fnode.tool else None
-        self.new = tool.model_copy() if tool else None
+        self.old = fnode.tool.model_copy(deep=True) if fnode.tool else None
+        self.new = tool.model_copy(deep=True) if tool else None
 
     def redo(self) -> None:
         self.doc.set_tool(self.node_id, self.new)
 
     def undo(self) -> None:
         self.doc.set_tool(self.node_id, self.old)
+
+
+class SetToolSettings(QUndoCommand):
+    """Change some fields of a tool node's settings (the flow's ``tool``
+    object: name, description, approval, call limits), keeping the others.
+    Settings left all unset are saved as no ``tool`` object at all.
+
+    Edits with the same ``key`` in a row (typing a wait, stepping a limit)
+    merge into one undo step; a key of "" never merges."""
+
+    ID = 1002
+
+    def __init__(self, doc: FlowDocument, node_id: str, text: str, key: str = "",
+                 **fields: Any) -> None:
+        super().__init__(text)
+        unknown = set(fields) - set(ToolOverride.model_fields)
+        if unknown:
+            raise TypeError(f"not a tool setting: {', '.join(sorted(unknown))}")
+        fnode = doc.node(node_id)
+        assert fnode is not None
+        self.doc, self.node_id, self.key = doc, node_id, key
+        self.old = fnode.tool.model_copy(deep=True) if fnode.tool else None
+        base = fnode.tool or ToolOverride()
+        # Validated as a whole, so a bad value fails here, never in the file.
+        new = ToolOverride.model_validate({**base.model_dump(), **{
+            k: (v.model_dump() if hasattr(v, "model_dump") else v) for k, v in fields.items()}})
+        self.new = new if new.is_set() else None
+
+    def id(self) -> int:
+        return self.ID if self.key else -1
+
+    def mergeWith(self, other: QUndoCommand) -> bool:  # noqa: N802 - Qt override
+        if not isinstance(other, SetToolSettings) or (other.node_id, other.key) != (
+                self.node_id, self.key):
+            return False
+        self.new = other.new
+        return True
+
+    def redo(self) -> None:
+        self.doc.set_tool(self.node_id, self.new.model_copy(deep=True) if self.new else None)
+
+    def undo(self) -> None:
+        self.doc.set_tool(self.node_id, self.old.model_copy(deep=True) if self.old else None)
 
 
 class SetOutputPath(QUndoCommand):
