@@ -123,6 +123,7 @@ class NodeForm(QWidget):
             self._build_preview(layout)
         self.hints = ParamHints(doc, node_id)  # live text under a param (next fire times)
         self.sections: dict[str, CollapsibleSection] = {}
+        self._controllers: list[str] = []  # params that other params' visible_if name
         self.turns_editor: TurnsValueEditor | None = None
         if spec.params:
             self._build_params(layout)
@@ -420,6 +421,13 @@ class NodeForm(QWidget):
         for name, row in self.rows.items():
             row.sync(fnode.params.get(name))
         self._sync_visibility(fnode.params)
+        for row in self.rows.values():
+            # A template editor is made when a param first becomes {{ }}:
+            # its box must not take the wheel either while unfocused.
+            editor = getattr(row, "expression_editor", None)
+            if editor is not None and not editor.property("wheelGuarded"):
+                self.wheel_guard.guard(editor)
+                editor.setProperty("wheelGuarded", True)
         self.hints.refresh()
         if fnode.name != self._shown_name:
             self._shown_name = fnode.name

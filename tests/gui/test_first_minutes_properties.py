@@ -482,3 +482,25 @@ def test_no_form_is_wider_than_the_dock_at_1440x900(make_window, registry):  # n
     finally:
         window.set_theme("system")
     assert too_wide == [], too_wide
+
+
+def test_wheel_over_an_unfocused_template_box_scrolls_the_panel(qtbot):
+    doc = FlowDocument(fake_flow(), fake_registry())
+    panel = PropertiesPanel(doc)
+    qtbot.addWidget(panel)
+    panel.resize(320, 300)
+    panel.show()
+    panel.set_node("mail")
+    row = panel.form.rows["subject"]
+    click(qtbot, row.switch.buttons[Scope.EXPRESSION])
+    assert doc.node("mail").params["subject"].scope is Scope.EXPRESSION
+    box = row.expression_editor.edit
+    box.setPlainText("\n".join(f"line {i} {{{{ msg.payload }}}}" for i in range(30)))
+    QApplication.processEvents()
+    panel.scroll.ensureWidgetVisible(box)
+    box.clearFocus()
+    outer, inner = panel.scroll.verticalScrollBar(), box.verticalScrollBar()
+    assert inner.maximum() > 0  # the box could scroll
+    before = outer.value()
+    wheel(box.viewport())
+    assert outer.value() != before and inner.value() == 0
