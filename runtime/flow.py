@@ -704,6 +704,8 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
         if cls is not None:
             try:
                 for field, message in cls.check(_fixed_values(fnode.params)):
+                    if field and not spec.param_visible(field, fnode.params):
+                        continue  # a param the designer's choice makes meaningless
                     err(message, fnode.id, f"params.{field}" if field else None)
             except Exception as exc:  # a node's own check must not hide the others
                 err(f"cannot check params: {exc}", fnode.id, "params")

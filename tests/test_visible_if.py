@@ -61,3 +61,19 @@ def test_visible_if_must_name_another_param():
         @node("vis.bad", name="Bad", category="Test")
         class Bad(Node):
             a = Param(str, "A", default="", visible_if={"nope": [1]})
+
+
+def test_a_hidden_params_problem_is_not_reported():
+    """Send Mail with outbox delivery: a bad SMTP port means nothing then."""
+    from runtime.flow import validate_flow
+
+    def problems(delivery):
+        flow = parse_flow({"format": "switchboard.flow/1", "name": "t", "nodes": [
+            {"id": "m", "type": "mail.send", "params": {
+                "delivery": {"scope": "custom", "value": delivery},
+                "smtp_port": {"scope": "custom", "value": 99999}}}], "wires": []})
+        return [p.message for p in validate_flow(flow, Registry.default())
+                if p.severity == "error"]
+
+    assert "smtp_port must be 1-65535" in problems("smtp")
+    assert problems("outbox") == []
