@@ -26,6 +26,8 @@ from runtime.message import Message
 from runtime.registry import Registry
 from runtime.spec import ParamValue, Scope
 
+from .people import DesignerPeople
+
 log = logging.getLogger(__name__)
 
 FLUSH_MS = 100
@@ -117,6 +119,9 @@ class RunController(QObject):
         self._ended = 0.0
         self._recorder: Any = None
         self._unsubscribe: list[Any] = []
+        # Who the runs ask: approval cards and agents' questions in the
+        # inspector (the window hosts them; see panels/inspector/dock.py).
+        self.people = DesignerPeople(self)
         self._timer = QTimer(self)
         self._timer.setInterval(flush_ms)
         self._timer.timeout.connect(self._flush)
@@ -176,6 +181,7 @@ class RunController(QObject):
         """Cancel everything in flight, tool calls and LLM requests included."""
         if self.engine is not None and self.state == "running":
             self._set_state("stopping")
+            self.people.clear()  # nobody waits for a decision any more
             self.engine.stop()
 
     def _start(self, flow: Flow, *, file: str, trace: bool, timeout: float | None,
@@ -189,6 +195,7 @@ class RunController(QObject):
             self.problems.emit(exc.problems)
             self.refused.emit(exc.problems)
             return False
+        engine.people = self.people  # type: ignore[attr-defined]
         self._unsubscribe = [bus.subscribe(self._on_event)]
         if self.history is not None:
             self._recorder = self.history.recorder()
@@ -217,6 +224,7 @@ class RunController(QObject):
                                            duration_ms=self.elapsed_ms()))
             result = RunResult(status="error", errors=1, duration_ms=self.elapsed_ms())
         self._ended = time.perf_counter()
+        self.people.clear()  # a run that ended asks nothing any more
         self._timer.stop()
         self._flush()
         for unsubscribe in self._unsubscribe:

@@ -14,12 +14,13 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QWidget
+from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMenu, QWidget
 
 from .inspector import TOGGLE_SHORTCUT, Inspector
 
 HEIGHT_KEY = "inspector/height"
 QWIDGETSIZE_MAX = (1 << 24) - 1
+CARDS_HEIGHT = 380  # an open inspector holds an approval card's form at least this high
 MIN_OPEN = 120  # an open inspector lower than this is no use; never remembered
 
 
@@ -50,6 +51,7 @@ class InspectorDock(QObject):
         dock.installEventFilter(self)
         dock.show()
         self.collapse()
+        self._host_cards()
 
     def _put_action_in_view_menu(self) -> None:
         """In the View menu, where the dock's own show/hide entry was."""
@@ -120,6 +122,32 @@ class InspectorDock(QObject):
             self.collapse()
         else:
             self.open()
+
+    # -- a person in the loop -------------------------------------------------
+    def _host_cards(self) -> None:
+        """The cards of the window's runs: the run controller's People asks,
+        the inspector shows the card, and the dock opens and raises it and
+        the status bar says what the run waits for."""
+        from ...run_controller import RunController
+
+        cards = self.inspector.cards
+        cards.attention.connect(self._card_came)
+        cards.cleared.connect(self._cards_gone)
+        controller = self.window.findChild(RunController)
+        if controller is not None:
+            cards.attach(controller.people)
+
+    def _card_came(self, what: str) -> None:
+        self.open(by_run=True)
+        if self.window.height() and self.dock.height() < CARDS_HEIGHT:
+            # An approval card needs room for its form and buttons.
+            self.window.resizeDocks([self.dock], [CARDS_HEIGHT], Qt.Orientation.Vertical)
+        self.dock.raise_()
+        QApplication.alert(self.window)  # the taskbar asks for attention if elsewhere
+        self.window.statusBar().showMessage(what)
+
+    def _cards_gone(self) -> None:
+        self.window.statusBar().clearMessage()
 
     # -- remembering the height -------------------------------------------------
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override

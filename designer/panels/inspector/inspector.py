@@ -33,6 +33,7 @@ from runtime.registry import Registry
 
 from ... import icons, theme
 from .agent_tab import AgentTab
+from .approvals import PersonCards
 from .context import InspectorContext
 from .debug_tab import DebugTab
 from .history_tab import HistoryTab, fmt_started
@@ -187,7 +188,15 @@ class Inspector(QWidget):
         body.setSpacing(0)
         body.addWidget(self.banner)
         body.addWidget(self.stale_banner)
-        body.addWidget(self.tabs.stack, 1)
+        # Tool calls waiting for approval and agents' questions: a column
+        # beside the tabs, shown while any waits (the dock opens for them).
+        self.cards = PersonCards(self.ctx.name_of)
+        pages = QHBoxLayout()
+        pages.setContentsMargins(0, 0, 0, 0)
+        pages.setSpacing(0)
+        pages.addWidget(self.tabs.stack, 1)
+        pages.addWidget(self.cards)
+        body.addLayout(pages, 1)
 
         for tab in (self.debug, self.tools, self.timeline, self.problems, self.agent):
             tab.node_selected.connect(self.node_selected)
@@ -362,7 +371,7 @@ class Inspector(QWidget):
             self.messages.refresh()
         if TOOLS in changed:
             self.tools.refresh()
-        if AGENTS in changed:
+        if changed & {AGENTS, TOOLS}:  # the agent tab's tree shows the calls too
             self.agent.refresh()
         if changed & {ERRORS, LOGS, RUN}:
             self.problems.refresh()
