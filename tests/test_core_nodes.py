@@ -371,3 +371,25 @@ def test_core_specs_are_complete():
         assert spec is not None and spec.description and spec.category == "Core"
         assert all(p.description for p in spec.params), type_id
         assert re.fullmatch(r"#[0-9a-f]{6}", spec.color)
+
+
+def test_the_template_node_is_sandboxed():
+    """A flow file's template must not reach Python's internals."""
+    from nodes.core.transform import Template
+    from runtime.message import Message
+    from runtime.node import NodeConfigError
+    from runtime.spec import ParamValue
+
+    def render(text):
+        node = Template("t", params={"template": ParamValue(scope="custom", value=text)})
+        msg = Message.new({"name": "Ada", "items": [1, 2]})
+        node.on_message(msg)
+        return msg["payload"]
+
+    assert render("Hello {{ payload.name }}, {{ payload.items | length }}") == "Hello Ada, 2"
+    with pytest.raises(NodeConfigError, match="'append' of 'list' object is unsafe"):
+        render("{{ payload.items.append(3) }}")  # no changing the message from a template
+    # Internals read as nothing (a plain Environment would print the class
+    # hierarchy and the globals of Jinja's modules).
+    assert render("{{ ''.__class__.__mro__ }}") == ""
+    assert render("{{ cycler.__init__.__globals__ }}") == ""

@@ -141,10 +141,13 @@ def _env():
     global _jinja_env
     if _jinja_env is None:
         import jinja2
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-        class MessageEnvironment(jinja2.Environment):
+        class MessageEnvironment(ImmutableSandboxedEnvironment):
             """Messages are JSON: in ``payload.items`` a key named items wins
-            over the dict method (plain Jinja2 returns dict.items)."""
+            over the dict method (plain Jinja2 returns dict.items). Sandboxed,
+            as every template of a flow is: a flow file must not reach
+            Python's internals (``''.__class__.__mro__``) through it."""
 
             def getattr(self, obj: Any, attribute: str) -> Any:
                 if isinstance(obj, dict) and attribute in obj:
