@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QFrame,
@@ -37,7 +37,8 @@ from PySide6.QtWidgets import (
 from ... import theme
 from ...people import DesignerPeople, PendingApproval, PendingQuestion
 
-CARDS_WIDTH = 470
+CARDS_WIDTH = 460  # the column's width when the window has room
+CARDS_MIN_WIDTH = 380  # narrower, a form of three arguments and four buttons is cramped
 LONG_TEXT = 60  # a text longer than this, or with a newline, gets a box of lines
 SOON = 30.0  # seconds left under which the countdown turns to the warning colour
 
@@ -373,7 +374,10 @@ class PersonCards(QWidget):
         self.name_of = name_of or (lambda node_id: node_id)
         self.people: DesignerPeople | None = None
         self._cards: dict[int, Card] = {}
-        self.setFixedWidth(CARDS_WIDTH)
+        # It gives way to the tabs (down to its minimum) rather than widen
+        # the window when a tab needs more room.
+        self.setMinimumWidth(CARDS_MIN_WIDTH)
+        self.setMaximumWidth(CARDS_WIDTH)
         self.header = QLabel()
         self.header.setObjectName("CardsHeader")
         self.column = QWidget()
@@ -385,7 +389,7 @@ class PersonCards(QWidget):
         self.scroll = QScrollArea()
         self.scroll.setWidgetResizable(True)
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.scroll.setWidget(self.column)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -397,6 +401,9 @@ class PersonCards(QWidget):
         self.timer.timeout.connect(self._tick)
         self._restyle()
         self.hide()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return QSize(CARDS_WIDTH, super().sizeHint().height())
 
     def attach(self, people: DesignerPeople) -> None:
         if self.people is people:
