@@ -1,26 +1,38 @@
-"""Agent: the conversation exactly as the LLM saw it, turn by turn, with the
-token usage; and a chat box to send a new prompt into an agent node."""
+"""Agent: what an agent did, two ways: a tree of its turns and tool calls,
+where a call that runs another agent holds that agent's turns and calls
+(nested by the ``parent`` caller id of the events), each with arguments,
+result, status, who approved it, and duration; and the conversation exactly
+as the LLM saw it, with the token usage. A chat box sends a new prompt into
+an agent node."""
 
 from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
+    QSplitter,
+    QStackedWidget,
     QTextBrowser,
+    QToolButton,
+    QTreeWidget,
+    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from .common import COLORS, ROLE_COLORS
-from .model import Conversation
+from .common import COLORS, ROLE_COLORS, JsonTree, color, fmt_duration, mono_font, preview
+from .model import Conversation, RunModel, ToolCallRecord, Turn
 
 if TYPE_CHECKING:
     from .context import InspectorContext
@@ -136,6 +148,305 @@ def usage_text(conv: Conversation | None) -> str:
             f"{inp:,} tokens in  ·  {out:,} out")
 
 
+# -- the tree: turns, their calls, and the agents those calls ran ------------------
+
+#: Deepest nesting shown; deeper agents are refused by the runtime anyway.
+MAX_TREE_DEPTH = 20
+
+CALL_STATUS = {"success": "✓ success", "error": "✕ error", "refused": "⊘ refused",
+               "rejected": "⊘ rejected", "running": "… running", "cancelled": "■ cancelled"}
+
+
+@dataclass
+class CallNode:
+    call: ToolCallRecord
+    #: What the agent this call ran did: its turns (and their calls).
+    turns: list[TurnNode] = field(default_factory=list)
+
+
+@dataclass
+class TurnNode:
+    conv: Conversation
+    turn: Turn
+    calls: list[CallNode] = field(default_factory=list)
+
+
+def nest(model: RunModel, conv: Conversation, depth: int = 0) -> list[TurnNode]:
+    """The turns of one conversation, each with the tool calls made from
+    its answer; a call that ran an agent holds that agent's turns, found by
+    the parent caller id its events carry."""
+    turns = [TurnNode(conv, t) for t in conv.turns]
+    if not turns:
+        return []
+    same = [c for c in model.conversations if c.agent == conv.agent and c.parent == conv.parent]
+    later = [c for c in same[same.index(conv) + 1:] if c.turns] if conv in same else []
+    end = later[0].turns[0].t0 if later else float("inf")
+    start = conv.turns[0].t0
+    for call in model.tool_calls.values():
+        if call.agent != conv.agent or call.parent != conv.parent \
+                or not (start - 1e-6 <= call.t0 < end):
+            continue
+        # The call comes from the latest answer given before it was made.
+        owner = turns[0]
+        for node in turns:
+            if node.turn.t1 is not None and node.turn.t1 <= call.t0 + 1e-6:
+                owner = node
+        child = CallNode(call)
+        if depth < MAX_TREE_DEPTH:
+            for sub in model.conversations:
+                if sub.parent == call.caller_id:
+                    child.turns.extend(nest(model, sub, depth + 1))
+        owner.calls.append(child)
+    for node in turns:
+        node.calls.sort(key=lambda c: c.call.t0)
+    return turns
+
+
+def decision_text(call: ToolCallRecord) -> str:
+    """Who decided on a call that waited: "approved by designer", "edited
+    by terminal", "rejected by designer: not this customer"; "waiting for
+    approval" while it waits; "" for a call that never waited."""
+    d = call.decision
+    if d:
+        kind, by, reason = d.get("decision", ""), d.get("by", ""), d.get("reason", "")
+        if kind == "timeout":
+            return "no decision in time: rejected"
+        text = f"{kind} by {by}" if by else kind
+        return f"{text}: {reason}" if reason and kind == "rejected" else text
+    if call.approval is not None and call.status == "running":
+        return "waiting for approval"
+    return ""
+
+
+def call_status_text(call: ToolCallRecord) -> str:
+    """The status column of a call: how it ended, and who decided."""
+    decided = decision_text(call)
+    if call.status == "rejected" and call.decision:
+        return "⊘ " + decided
+    if call.status == "running" and decided:
+        return "⏸ " + decided
+    base = CALL_STATUS.get(call.status, call.status)
+    return f"{base} · {decided}" if decided else base
+
+
+def call_result_text(call: ToolCallRecord) -> str:
+    if call.status == "success":
+        return preview(call.data, 200)
+    if call.status in ("error", "refused", "rejected"):
+        return call.error or call.status
+    return ""
+
+
+def turn_text(node: TurnNode) -> str:
+    turn = node.turn
+    if turn.t1 is None:
+        return "… waiting for the LLM"
+    if turn.text:
+        return preview(turn.text, 200)
+    names = [c.call.tool for c in node.calls]
+    return ("calls " + ", ".join(names)) if names else "(no text)"
+
+
+def usage_short(turn: Turn) -> str:
+    u = turn.usage
+    inp = u.get("input_tokens", u.get("prompt_tokens", 0))
+    out = u.get("output_tokens", u.get("completion_tokens", 0))
+    return f"{inp:,} in · {out:,} out" if inp or out else ""
+
+
+TREE_COLUMNS = ["Step", "Arguments", "Result", "Status", "Duration"]
+KEY_ROLE = Qt.ItemDataRole.UserRole + 30
+DATA_ROLE = Qt.ItemDataRole.UserRole + 31
+
+
+class AgentTree(QWidget):
+    """Turns and tool calls as an indented tree, with a detail pane for the
+    row in focus. Rebuilt when what it shows changed; what was open or
+    closed, and the row in focus, stay as they were."""
+
+    node_selected = Signal(str)
+
+    def __init__(self, ctx: InspectorContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self._mono = mono_font()
+        self._signature: Any = None
+        self._closed: set[str] = set()  # keys of rows a person closed
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels(TREE_COLUMNS)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setIndentation(22)
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        header.setMinimumSectionSize(60)
+        for col, mode in enumerate((QHeaderView.ResizeMode.Interactive,
+                                    QHeaderView.ResizeMode.Stretch,
+                                    QHeaderView.ResizeMode.Stretch,
+                                    QHeaderView.ResizeMode.Interactive,
+                                    QHeaderView.ResizeMode.ResizeToContents)):
+            header.setSectionResizeMode(col, mode)
+        self.tree.setColumnWidth(0, 250)
+        self.tree.setColumnWidth(3, 220)
+        self.tree.itemCollapsed.connect(lambda item: self._closed.add(item.data(0, KEY_ROLE)))
+        self.tree.itemExpanded.connect(
+            lambda item: self._closed.discard(item.data(0, KEY_ROLE)))
+        self.tree.currentItemChanged.connect(self._current_changed)
+        self.tree.itemClicked.connect(self._clicked)
+        self.detail_title = QLabel()
+        self.detail_title.setStyleSheet("font-weight: 600; padding: 6px 8px 2px 8px;")
+        self.detail_title.setWordWrap(True)
+        self.detail = JsonTree()
+        box = QWidget()
+        bl = QVBoxLayout(box)
+        bl.setContentsMargins(0, 0, 0, 0)
+        bl.setSpacing(0)
+        bl.addWidget(self.detail_title)
+        bl.addWidget(self.detail, 1)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self.tree)
+        split.addWidget(box)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 1)
+        split.setSizes([900, 340])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(split)
+
+    def show_conversation(self, conv: Conversation | None) -> None:
+        model = self.ctx.model
+        nodes = nest(model, conv) if conv is not None else []
+        signature = (id(conv), _signature(nodes))
+        if signature == self._signature:
+            return
+        self._signature = signature
+        current = self.tree.currentItem()
+        current_key = current.data(0, KEY_ROLE) if current is not None else None
+        self.tree.clear()
+        items: dict[str, QTreeWidgetItem] = {}
+        for node in nodes:
+            self._add_turn(self.tree.invisibleRootItem(), node, items, nested=False)
+        for key, item in items.items():
+            item.setExpanded(key not in self._closed)
+        target = items.get(current_key) if current_key else None
+        if target is None and items:
+            target = next(iter(items.values()))
+        if target is not None:
+            self.tree.setCurrentItem(target)
+
+    def _add_turn(self, parent: QTreeWidgetItem, node: TurnNode,
+                  items: dict[str, QTreeWidgetItem], nested: bool) -> None:
+        item = QTreeWidgetItem(parent)
+        key = f"turn:{node.conv.agent}:{node.conv.parent}:{node.turn.turn}:{node.turn.t0:.6f}"
+        who = self.ctx.name_of(node.conv.agent)
+        item.setText(0, f"{who} · turn {node.turn.turn}" if nested else
+                     f"Turn {node.turn.turn}")
+        item.setToolTip(0, f"agent {node.conv.agent}")
+        font = item.font(0)
+        font.setBold(True)
+        item.setFont(0, font)
+        item.setForeground(0, QBrush(color("llm")))
+        item.setText(2, turn_text(node))
+        item.setToolTip(2, node.turn.text[:2000] if node.turn.text else "")
+        item.setText(3, usage_short(node.turn))
+        item.setForeground(3, QBrush(color("muted")))
+        item.setText(4, fmt_duration(node.turn.ms) if node.turn.t1 is not None else "…")
+        item.setData(0, KEY_ROLE, key)
+        item.setData(0, DATA_ROLE, node)
+        items[key] = item
+        for call in node.calls:
+            self._add_call(item, call, items)
+
+    def _add_call(self, parent: QTreeWidgetItem, node: CallNode,
+                  items: dict[str, QTreeWidgetItem]) -> None:
+        call = node.call
+        item = QTreeWidgetItem(parent)
+        key = f"call:{call.caller_id}"
+        item.setText(0, f"→ {call.tool}")
+        item.setToolTip(0, f"node: {self.ctx.name_of(call.node)}" if call.node else call.tool)
+        item.setText(1, preview(call.args, 200))
+        item.setToolTip(1, preview(call.args, 2000))
+        item.setFont(1, self._mono)
+        item.setText(2, call_result_text(call))
+        item.setToolTip(2, preview(call.data if call.status == "success" else call.error, 2000))
+        status = call_status_text(call)
+        item.setText(3, status)
+        item.setToolTip(3, status)
+        tint = "running" if call.status == "running" else \
+            "refused" if call.status == "rejected" else call.status
+        if call.status != "success" or (call.decision or {}).get("decision") == "edited":
+            item.setForeground(3, QBrush(color(tint if call.status != "success" else "warning")))
+        else:
+            item.setForeground(3, QBrush(color("success")))
+        item.setText(4, fmt_duration(call.ms) if call.t1 is not None else "…")
+        item.setData(0, KEY_ROLE, key)
+        item.setData(0, DATA_ROLE, call)
+        items[key] = item
+        for turn in node.turns:
+            self._add_turn(item, turn, items, nested=True)
+
+    def _current_changed(self, item: QTreeWidgetItem | None, _prev: object = None) -> None:
+        data = item.data(0, DATA_ROLE) if item is not None else None
+        if isinstance(data, ToolCallRecord):
+            self.detail_title.setText(f"{data.tool}  ·  {call_status_text(data)}  ·  "
+                                      f"{fmt_duration(data.ms)}")
+            roots: list[tuple[str, Any]] = [("arguments", data.args)]
+            if data.status == "success":
+                roots.append(("result", data.data))
+            elif data.error:
+                roots.append((data.status, data.error))
+            if data.approval is not None:
+                roots.append(("approval", {k: v for k, v in data.approval.items() if k != "t"}))
+            if data.decision is not None:
+                roots.append(("decision", data.decision))
+            self.detail.set_roots(roots)
+        elif isinstance(data, TurnNode):
+            turn = data.turn
+            self.detail_title.setText(f"{self.ctx.name_of(data.conv.agent)} · turn "
+                                      f"{turn.turn}  ·  {fmt_duration(turn.ms)}")
+            roots = [("text", turn.text)]
+            if turn.tool_calls:
+                roots.append(("tool_calls", turn.tool_calls))
+            if turn.usage:
+                roots.append(("usage", turn.usage))
+            self.detail.set_roots(roots)
+        else:
+            self.detail_title.clear()
+            self.detail.clear()
+
+    def _clicked(self, item: QTreeWidgetItem) -> None:
+        data = item.data(0, DATA_ROLE)
+        if isinstance(data, ToolCallRecord):
+            self.node_selected.emit(data.node or data.agent)
+        elif isinstance(data, TurnNode):
+            self.node_selected.emit(data.conv.agent)
+
+    # -- for tests and docs ----------------------------------------------------------
+    def rows(self) -> list[tuple[int, list[str]]]:
+        """(depth, texts of the columns) of every row, top to bottom."""
+        out: list[tuple[int, list[str]]] = []
+
+        def walk(item: QTreeWidgetItem, depth: int) -> None:
+            out.append((depth, [item.text(c) for c in range(len(TREE_COLUMNS))]))
+            for i in range(item.childCount()):
+                walk(item.child(i), depth + 1)
+        for i in range(self.tree.topLevelItemCount()):
+            walk(self.tree.topLevelItem(i), 0)
+        return out
+
+
+def _signature(nodes: list[TurnNode]) -> tuple:
+    out: list[Any] = []
+    for node in nodes:
+        out.append((node.turn.turn, node.turn.t1, len(node.calls)))
+        for c in node.calls:
+            call = c.call
+            out.append((call.caller_id, call.status, call.t1, bool(call.approval),
+                        json.dumps(call.decision, default=str, sort_keys=True)
+                        if call.decision else "", _signature(c.turns)))
+    return tuple(out)
+
+
 class AgentTab(QWidget):
     prompt_submitted = Signal(str, str)  # agent node id, prompt
     node_selected = Signal(str)
@@ -159,11 +470,27 @@ class AgentTab(QWidget):
         bar.addWidget(self.conversation)
         bar.addStretch(1)
         bar.addWidget(self.usage)
+        # Two views of the same work: the calls as a tree (agents inside
+        # calls), or the conversation as the LLM read it.
+        self.tree_button = self._view_button("Calls", "Turns and tool calls as a tree; a call "
+                                             "that runs another agent holds that agent's work")
+        self.transcript_button = self._view_button("Transcript", "The conversation exactly as "
+                                                   "the LLM saw it")
+        self.tree_button.clicked.connect(lambda: self.set_view("tree", user=True))
+        self.transcript_button.clicked.connect(lambda: self.set_view("transcript", user=True))
+        bar.addWidget(self.tree_button)
+        bar.addWidget(self.transcript_button)
 
         self.view = QTextBrowser()
         self.view.setOpenLinks(False)
         self.view.setPlaceholderText("")
         self.view.document().setDocumentMargin(10)
+        self.calls = AgentTree(ctx)
+        self.calls.node_selected.connect(self.node_selected)
+        self.pages = QStackedWidget()
+        self.pages.addWidget(self.calls)
+        self.pages.addWidget(self.view)
+        self._view: str | None = None  # chosen by the person; None: by what the run holds
 
         self.prompt = QLineEdit()
         self.prompt.setPlaceholderText("Send a new prompt to this agent and watch it work…")
@@ -181,10 +508,30 @@ class AgentTab(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addLayout(bar)
-        layout.addWidget(self.view, 1)
+        layout.addWidget(self.pages, 1)
         layout.addLayout(chat)
         self._shown_conv_count = -1
         self.reload_agents()
+
+    def _view_button(self, text: str, tip: str) -> QToolButton:
+        button = QToolButton()
+        button.setText(text)
+        button.setToolTip(tip)
+        button.setCheckable(True)
+        button.setAutoRaise(True)
+        return button
+
+    def set_view(self, view: str, *, user: bool = False) -> None:
+        """Show the calls tree ("tree") or the transcript; a person's choice
+        holds for the session, else the tree shows when agents nest."""
+        if user:
+            self._view = view
+        self.pages.setCurrentWidget(self.calls if view == "tree" else self.view)
+        self.tree_button.setChecked(view == "tree")
+        self.transcript_button.setChecked(view != "tree")
+
+    def current_view(self) -> str:
+        return "tree" if self.pages.currentWidget() is self.calls else "transcript"
 
     # -- agents -------------------------------------------------------------
     def reload_agents(self) -> None:
@@ -256,6 +603,9 @@ class AgentTab(QWidget):
         conv = convs[index] if 0 <= index < len(convs) else None
         bar = self.view.verticalScrollBar()
         at_bottom = bar.value() >= bar.maximum() - 4
+        self.calls.show_conversation(conv)
+        nested = conv is not None and any(c.parent for c in self.ctx.model.conversations)
+        self.set_view(self._view or ("tree" if nested else "transcript"))
         if conv is None:
             agent = self.agent.currentData()
             if agent is None:

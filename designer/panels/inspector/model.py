@@ -40,10 +40,15 @@ class ToolCallRecord:
     args: Any
     t0: float
     t1: float | None = None
-    status: str = "running"  # running | success | error | refused | cancelled
+    status: str = "running"  # running | success | error | refused | rejected | cancelled
     data: Any = None
     error: str = ""
     ms: float = 0.0
+    # The caller id of the call that runs this call's agent ("" at the top).
+    parent: str = ""
+    # tool.approval and tool.decision, when the call waited for a person.
+    approval: dict[str, Any] | None = None
+    decision: dict[str, Any] | None = None
 
 
 @dataclass
@@ -65,6 +70,7 @@ class Conversation:
     provider: str = ""
     model: str = ""
     tools: list[str] = field(default_factory=list)
+    parent: str = ""  # the caller id of the tool call that runs it ("" at the top)
     # The messages of the newest request, i.e. everything the LLM has seen.
     messages: list[dict[str, Any]] = field(default_factory=list)
     turns: list[Turn] = field(default_factory=list)
@@ -123,7 +129,8 @@ class RunModel:
         self.logs: deque[Event] = deque(maxlen=MAX_DEBUG)
         self.tool_calls: dict[str, ToolCallRecord] = {}
         self.conversations: list[Conversation] = []
-        self._open_conv: dict[str, Conversation] = {}  # agent -> conversation in progress
+        # (agent, parent caller id) -> conversation in progress
+        self._open_conv: dict[tuple[str, str], Conversation] = {}
         self.node_status: dict[str, Event] = {}
         # timeline
         self.node_spans: dict[str, list[list[float]]] = {}
@@ -243,7 +250,8 @@ class RunModel:
     def _on_tool_call(self, e: Any) -> str:
         t = self._t(e)
         self.tool_calls[e.caller_id] = ToolCallRecord(
-            caller_id=e.caller_id, agent=e.agent, node=e.node, tool=e.tool, args=e.args, t0=t)
+            caller_id=e.caller_id, agent=e.agent, node=e.node, tool=e.tool, args=e.args, t0=t,
+            parent=getattr(e, "parent", ""))
         self._seen(e.agent, t)
         if e.node:
             self._seen(e.node, t)
@@ -261,16 +269,33 @@ class RunModel:
             call.node = e.node
         return TOOLS
 
+    def _on_tool_approval(self, e: Any) -> str:
+        call = self.tool_calls.get(e.caller_id)
+        if call is not None:
+            call.approval = {"reason": e.reason, "confirm": list(e.confirm),
+                             "timeout": e.timeout, "t": self._t(e)}
+        return AGENTS
+
+    def _on_tool_decision(self, e: Any) -> str:
+        call = self.tool_calls.get(e.caller_id)
+        if call is not None:
+            call.decision = {"decision": e.decision, "by": e.by, "reason": e.reason,
+                             "args": e.args, "waited_ms": e.waited_ms}
+        return AGENTS
+
     def _on_llm_request(self, e: Any) -> str:
         t = self._t(e)
-        conv = self._open_conv.get(e.agent)
+        # One job per agent and calling tool call: a child agent run by two
+        # calls at once holds two conversations.
+        key = (e.agent, getattr(e, "parent", ""))
+        conv = self._open_conv.get(key)
         # A request that is not a continuation (first turn, or a conversation
         # shorter than what we had) starts a new job of the agent.
         if conv is None or e.turn <= (conv.turns[-1].turn if conv.turns else -1) \
                 or len(e.messages) < len(conv.messages):
-            conv = Conversation(agent=e.agent)
+            conv = Conversation(agent=e.agent, parent=key[1])
             self.conversations.append(conv)
-            self._open_conv[e.agent] = conv
+            self._open_conv[key] = conv
         conv.provider, conv.model, conv.tools = e.provider, e.model, list(e.tools)
         conv.messages = list(e.messages)
         conv.turns.append(Turn(turn=e.turn, t0=t))
@@ -280,11 +305,12 @@ class RunModel:
 
     def _on_llm_response(self, e: Any) -> str:
         t = self._t(e)
-        conv = self._open_conv.get(e.agent)
+        key = (e.agent, getattr(e, "parent", ""))
+        conv = self._open_conv.get(key)
         if conv is None:
-            conv = Conversation(agent=e.agent)
+            conv = Conversation(agent=e.agent, parent=key[1])
             self.conversations.append(conv)
-            self._open_conv[e.agent] = conv
+            self._open_conv[key] = conv
         turn = next((x for x in reversed(conv.turns) if x.turn == e.turn and x.t1 is None), None)
         if turn is None:
             turn = Turn(turn=e.turn, t0=max(0.0, t - e.ms / 1000))
