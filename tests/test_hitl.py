@@ -305,30 +305,31 @@ def test_a_policy_file_decides_headless_and_the_decision_is_in_the_history(tmp_p
     from runtime.history import History
 
     root = Path(__file__).resolve().parents[1]
-    example = root / "resources" / "examples" / "email-assistant.flow.json"
+    example = root / "resources" / "examples" / "triage-delegation.flow.json"
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps({"rules": [
         {"tool": "send_email", "when": [{"arg": "to", "op": "endswith",
-                                         "value": "@ourcompany.com"}], "decision": "approve"},
+                                         "value": "@partner.example"}], "decision": "approve"},
         {"tool": "send_email", "decision": "deny", "reason": "no outside mail from CI"}]}))
     env = {**os.environ, "SWITCHBOARD_DATA_DIR": str(tmp_path / "data")}
     out = subprocess.run([sys.executable, "-m", "runtime.cli", "run", str(example), "--approve",
                           str(policy)], capture_output=True, text=True, timeout=60, env=env,
                          cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    calls = next(json.loads(x)["value"] for x in out.stdout.splitlines()
-                 if json.loads(x)["node"] == "calls")
-    assert calls["tool_calls"][0]["status"] == "rejected"
-    assert calls["tool_calls"][0]["error"].endswith("no outside mail from CI")
-    assert not list((tmp_path / "data" / "outbox").glob("*.eml"))
+    # ann@ourcompany.com needed no approval; eve@example.com met the policy's deny.
+    assert len(list((tmp_path / "data" / "outbox").glob("*.eml"))) == 1
     with History(tmp_path / "data" / "history.sqlite3") as history:
         [run_info] = history.runs()
         events = history.events(run_info.id)
+    [approval] = [e for e in events if e.type == "tool.approval"]
+    assert approval.args["to"] == "eve@example.com"
+    assert approval.reason == 'rule: to does not end with "@ourcompany.com"'
+    assert approval.parent  # asked inside the mail agent, a tool of the triage agent
     [decision] = [e for e in events if e.type == "tool.decision"]
     assert decision.decision == "rejected" and decision.by == f"policy:{policy}#2"
     assert decision.ts > 0  # when
-    [approval] = [e for e in events if e.type == "tool.approval"]
-    assert approval.reason == "every call of this tool needs approval"  # send looks sensitive
+    [result] = [e for e in events if e.type == "tool.result" and e.status == "rejected"]
+    assert result.error.endswith("no outside mail from CI")
 
 
 def test_the_example_in_docs_agents_md_runs(tmp_path):

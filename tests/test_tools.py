@@ -463,28 +463,28 @@ def test_cli_runs_the_example_offline(tmp_path):
     assert mail["From"] == "assistant@example.com"  # from the designer
     assert mail["Subject"] == "Your order A-1001 has shipped"
     kinds = [json.loads(line)["type"] for line in events.read_text().splitlines()]
-    for kind in ("llm.request", "llm.response", "tool.call", "tool.approval", "tool.decision",
-                 "tool.result"):
+    for kind in ("llm.request", "llm.response", "tool.call", "tool.result"):
         assert kind in kinds
-    decision = next(json.loads(line) for line in events.read_text().splitlines()
-                    if json.loads(line)["type"] == "tool.decision")
-    assert (decision["decision"], decision["by"]) == ("approved", "auto")
+    # Its Send Mail asks a person only for recipients outside example.com.
+    assert "tool.approval" not in kinds
 
 
-def test_without_a_terminal_the_example_s_mail_is_rejected_with_the_way_out(tmp_path):
-    """No --approve and no terminal (CI): the sensitive call is not run, the
-    LLM is told why, and nothing is mailed."""
+def test_without_a_terminal_an_outside_recipient_is_rejected_with_the_way_out(tmp_path):
+    """No --approve and no terminal (CI): the call that needs approval is not
+    run, the LLM is told why; the one that needs none is mailed."""
+    triage = ROOT / "resources" / "examples" / "triage-delegation.flow.json"
     env = {**__import__("os").environ, "SWITCHBOARD_DATA_DIR": str(tmp_path / "data")}
-    out = subprocess.run([sys.executable, "-m", "runtime.cli", "run", str(EXAMPLE)],
+    out = subprocess.run([sys.executable, "-m", "runtime.cli", "run", str(triage),
+                          "--events", str(tmp_path / "ev.jsonl")],
                          cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env,
                          start_new_session=True)  # no controlling terminal
     assert out.returncode == 0, out.stderr
-    lines = [json.loads(line) for line in out.stdout.splitlines()]
-    calls = next(x["value"] for x in lines if x["node"] == "calls")
-    [call] = calls["tool_calls"]
-    assert call["status"] == "rejected"
-    assert "no terminal to ask on; run with --approve auto" in call["error"]
-    assert not list((tmp_path / "data" / "outbox").glob("*.eml"))
+    results = [json.loads(x) for x in (tmp_path / "ev.jsonl").read_text().splitlines()
+               if json.loads(x)["type"] == "tool.result" and json.loads(x)["tool"] == "send_email"]
+    assert sorted(r["status"] for r in results) == ["rejected", "success"]
+    [rejected] = [r for r in results if r["status"] == "rejected"]
+    assert "no terminal to ask on; run with --approve auto" in rejected["error"]
+    assert len(list((tmp_path / "data" / "outbox").glob("*.eml"))) == 1
 
 
 def test_a_bad_approve_option_is_named(tmp_path):
