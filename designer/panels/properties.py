@@ -33,9 +33,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from designer.commands import RenameNode, SetDisabled, SetOutputPath, SetParam, SetToolOverride
+from designer.commands import RenameNode, SetDisabled, SetOutputPath, SetParam, SetToolSettings
 from designer.document import FlowDocument
-from runtime.flow import Problem, ToolOverride
+from runtime.flow import Problem
 from runtime.spec import NodeSpec, ParamSpec, ParamValue, Scope
 
 from .json_editor import AutoHeightText, format_json, mono_font
@@ -55,6 +55,7 @@ from .param_editors import (
 )
 from .param_hint import ParamHints
 from .tool_preview import agent_functions, hidden_params, hidden_summary, node_function
+from .tool_settings import ToolSettingsSection, policy_line
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -319,6 +320,15 @@ class NodeForm(QWidget):
         self.tool_preview_box.add(self.tool_summary)
         self.tool_preview_box.add(self.tool_preview)
         layout.addWidget(self.tool_preview_box)
+        # When its calls wait for a person, and how often it may be called:
+        # closed, its header says the policy in one line.
+        self.tool_settings = ToolSettingsSection(
+            self.doc, self.node_id, self, opened=section_open(spec.type, TOOL_SETTINGS))
+        self.tool_settings.toggled.connect(
+            lambda on: remember_section(spec.type, TOOL_SETTINGS, on))
+        self.tool_settings.rows_changed.connect(
+            lambda: self.wheel_guard.guard(self.tool_settings))
+        layout.addWidget(self.tool_settings)
 
     def _build_preview(self, layout: QVBoxLayout) -> None:
         box = CollapsibleSection("What the AI sees", self,
@@ -449,6 +459,7 @@ class NodeForm(QWidget):
                 self.tool_name_edit.setText(shown[0] or "")
                 self.tool_desc_edit.setText(shown[1] or "")
                 self._check_tool_name(self.tool_name_edit.text())
+            self.tool_settings.sync()
 
     def _sync_visibility(self, settings: dict[str, ParamValue]) -> None:
         """Hide the params the current choices make meaningless (visible_if),
@@ -527,9 +538,15 @@ class NodeForm(QWidget):
                     "AI call it. It still runs as a normal step on messages.")
         if self.wired_label.text() != text:
             self.wired_label.setText(text)
+        # An agent's approval and limits matter once it is another's tool.
+        self.tool_settings.setVisible(bool(agents) or not self.spec.has_tools_port)
+        self.tool_settings.sync()
         fn, error = node_function(self.doc, self.node_id)
         custom, message = hidden_params(self.doc, self.node_id)
         summary = hidden_summary(fn, custom, message, self.spec) if fn else ""
+        fnode = self.doc.node(self.node_id)
+        if fn and fnode is not None:
+            summary += f"<br>Approval: {_esc(policy_line(self.spec, fnode))}"
         body = format_json(fn, width=44) if fn else error
         if body != self._tool_text or summary != self.tool_summary.text():
             self._tool_text = body
@@ -597,6 +614,12 @@ class NodeForm(QWidget):
         summary = label(hidden_summary(fn, custom, message, spec), "muted", card)
         summary.setTextFormat(Qt.TextFormat.RichText)
         lay.addWidget(summary)
+        if fnode is not None and spec is not None:
+            policy = label(policy_line(spec, fnode), "muted", card)
+            policy.setObjectName("toolPolicy")
+            policy.setToolTip("When a call waits for a person, and call limits (the tool "
+                              "node's Approval and limits)")
+            lay.addWidget(policy)
         return card
 
     def set_problems(self, problems: list[Problem]) -> None:
@@ -694,10 +717,11 @@ class NodeForm(QWidget):
         current = (fnode.tool.name, fnode.tool.description) if fnode.tool else (None, None)
         if current == (name, desc):
             return
-        tool = ToolOverride(name=name, description=desc) if (name or desc) else None
-        command = SetToolOverride(self.doc, self.node_id, tool)
-        command.setText("Change tool name" if current[0] != name else "Change tool description")
-        self.doc.undo_stack.push(command)
+        # Only name and description: the approval and limits stay as they are.
+        self.doc.undo_stack.push(SetToolSettings(
+            self.doc, self.node_id,
+            "Change tool name" if current[0] != name else "Change tool description",
+            name=name, description=desc))
 
     def doc_label(self, node_id: str) -> str:
         """What the user calls a node: its name, else its type's name."""
@@ -712,6 +736,7 @@ class NodeForm(QWidget):
 #: Keys of the two previews in the open/closed memory, beside the param groups.
 AGENT_PREVIEW = "@agent-preview"
 TOOL_PREVIEW = "@tool-preview"
+TOOL_SETTINGS = "@tool-settings"
 OUTPUTS = "@outputs"
 #: Groups shown in this order; others between them, in the order the node declares them.
 _FIRST_GROUPS = ("", "connection")

@@ -10,6 +10,7 @@ import json
 import pytest
 from pydantic import ValidationError
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
 
 from designer.commands import SetToolSettings
 from designer.document import FlowDocument
@@ -261,3 +262,33 @@ def test_policy_line_words():
         Rule(arg="to", op="endswith", value="@x.com"), Rule(arg="amount", op="gt", value=100)]))
     assert policy_line(spec, fnode).startswith("Asks when any of 2 rules matches")
     assert Qt  # keeps the Qt import honest for offscreen runs
+
+
+# -- in the properties panel ------------------------------------------------------------
+
+def test_the_panel_has_the_section_closed_and_the_previews_say_the_policy(qtbot, doc):
+    from designer.panels import PropertiesPanel
+
+    panel = PropertiesPanel(doc)
+    qtbot.addWidget(panel)
+    panel.resize(360, 860)
+    panel.show()
+    panel.set_node("mail")
+    box = panel.form.tool_settings
+    assert box.isVisibleTo(panel) and not box.is_open()  # compact: closed like advanced ones
+    assert box.summary.text().startswith("Default: asks for every call")
+    pick(box.mode, "never")
+    assert "Approval: Never asks" in panel.form.tool_summary.text()
+    # Renaming the tool keeps the approval it has (one object, two editors).
+    panel.form.tool_name_edit.setText("send_customer_mail")
+    panel.form.tool_name_edit.editingFinished.emit()
+    assert (tool(doc).name, tool(doc).approval.mode) == ("send_customer_mail", "never")
+    doc.undo_stack.undo()
+    assert tool(doc).name is None and tool(doc).approval.mode == "never"
+    # The agent's tool cards carry the same line.
+    panel.set_node("agent")
+    [card_line] = [w.text() for w in panel.form.cards_box.findChildren(QLabel)
+                   if w.objectName() == "toolPolicy"]
+    assert card_line == "Never asks"
+    # A top-level agent is nobody's tool: no approval section for it.
+    assert not panel.form.tool_settings.isVisibleTo(panel)
