@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QLineEdit,
+    QSizePolicy,
     QSpinBox,
     QToolButton,
     QVBoxLayout,
@@ -137,6 +138,25 @@ def policy_line(spec: NodeSpec, fnode: FlowNode) -> str:
     return " · ".join(parts)
 
 
+def policy_short(spec: NodeSpec, fnode: FlowNode) -> str:
+    """A few words for the closed section's header, which shares its line
+    with the title in a narrow dock: "asks always", "1 rule", "never"."""
+    tool = fnode.tool
+    policy = tool.approval if tool is not None else None
+    if policy is None:
+        text = "default: " + ("asks" if default_text(spec, fnode) != "never" else "never")
+    elif policy.mode == "rules":
+        n = len(policy.rules)
+        text = f"asks on {n} rule{'s' * (n != 1)}"
+    else:
+        text = {"never": "never asks", "always": "asks always"}[policy.mode]
+    if policy is not None and policy.confirm:
+        text += " + confirm"
+    if tool is not None and (tool.max_calls_per_run or tool.max_calls_per_turn):
+        text += " · limits"
+    return text
+
+
 def rule_from_fields(arg: str, op: str, value_text: str) -> Rule:
     """A Rule from what a person typed; ValueError saying what is wrong.
     Numbers for > and <, a comma-separated list for "is one of", a regular
@@ -210,8 +230,11 @@ class RuleRow(QFrame):
         for op, text in OPS:
             self.op.addItem(text, op)
         self.op.setToolTip("Text comparisons ignore upper and lower case")
+        for combo in (self.arg, self.op):  # as narrow as the dock, not as the longest item
+            _narrow(combo)
         self.value = QLineEdit(self)
         self.value.setPlaceholderText("value")
+        self.value.setMinimumHeight(self.value.sizeHint().height())  # never squeezed
         self.remove = QToolButton(self)
         self.remove.setText("✕")
         self.remove.setAutoRaise(True)
@@ -227,8 +250,10 @@ class RuleRow(QFrame):
         grid.addWidget(self.value, 1, 0, 1, 2)
         grid.addWidget(self.remove, 1, 2)
         grid.addWidget(self.error, 2, 0, 1, 3)
-        grid.setColumnStretch(0, 2)
-        grid.setColumnStretch(1, 3)
+        grid.setColumnStretch(0, 1)
+        grid.setColumnStretch(1, 2)
+        # Its full height always: the form must not squeeze a rule's value.
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.arg.activated.connect(lambda _i: self.edited.emit())
         self.arg.lineEdit().editingFinished.connect(self.edited.emit)
         self.op.activated.connect(self._op_changed)
@@ -294,6 +319,10 @@ class ToolSettingsSection(CollapsibleSection):
         self.mode.setToolTip("When a call of this tool waits for a person to approve, edit or "
                              "reject it before it runs")
         self.mode.activated.connect(self._on_mode)
+        _narrow(self.mode)
+        # The whole policy in words, as the tool previews say it.
+        self.policy_text = label("", "muted", body)
+        self.add(self.policy_text)
         self.add(self._field("Ask a person before a call", self.mode))
 
         self.rules_box = QWidget(body)
@@ -328,6 +357,7 @@ class ToolSettingsSection(CollapsibleSection):
         self.add(self.confirm_box)
 
         self.wait = QSpinBox(body)
+        self.wait.setMinimumWidth(0)
         self.wait.setRange(1, int(MAX_WAIT_SECONDS))
         self.wait.setSuffix(" s")
         self.wait.setToolTip("How long a call waits for a decision; then it is rejected and the "
@@ -393,7 +423,10 @@ class ToolSettingsSection(CollapsibleSection):
         fnode = self.fnode()
         if fnode is None:
             return
-        self.set_summary(policy_line(self.spec, fnode))
+        line = policy_line(self.spec, fnode)
+        self.set_summary(policy_short(self.spec, fnode))
+        self.summary.setToolTip(line)
+        self.policy_text.setText(line)
         default = default_text(self.spec, fnode)
         self.mode.setItemText(0, f"Default ({default})")
         args = ai_arguments(self.spec, fnode)
@@ -547,6 +580,11 @@ class ToolSettingsSection(CollapsibleSection):
             rules.append(rule)
         policy.rules = rules
         self._push("Change an approval rule", approval=policy)
+
+
+def _narrow(combo: QComboBox) -> None:
+    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    combo.setMinimumContentsLength(4)
 
 
 class _blocked:  # noqa: N801 - used as a statement: with _blocked(a, b):

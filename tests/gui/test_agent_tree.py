@@ -143,3 +143,83 @@ def _flags():
     from PySide6.QtCore import Qt
 
     return Qt.MatchFlag.MatchExactly | Qt.MatchFlag.MatchRecursive
+
+
+# -- screenshots for docs/inspecting.md and docs/tools.md ---------------------------------
+
+def save_screenshots(out_dir: str = "docs/img") -> None:
+    """The triage-delegation example run in the designer at 1440x900, light
+    and dark: the Agent tab's tree with the outside recipient approved at
+    the card, and the mail node's Approval and limits opened:
+    ``.venv/bin/python -m tests.gui.test_agent_tree docs/img``."""
+    import os
+    import tempfile
+
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    os.environ.setdefault("SWITCHBOARD_DATA_DIR", tempfile.mkdtemp())
+    from PySide6.QtCore import QCoreApplication
+    from PySide6.QtWidgets import QApplication
+
+    QCoreApplication.setOrganizationName("switchboard-shots")
+    app = QApplication.instance() or QApplication([])
+    from designer import theme
+    from designer.document import FlowDocument
+    from designer.main_window import MainWindow
+    from designer.panels.inspector.inspector import TAB_NAMES
+    from designer.panels.properties import TOOL_SETTINGS, remember_section
+    from designer.run_controller import qt_event_loop
+
+    qt_event_loop()
+
+    def settle(n: int = 30) -> None:
+        for _ in range(n):
+            app.processEvents()
+
+    for dark in (False, True):
+        theme.apply(app, theme.DARK if dark else theme.LIGHT)
+        suffix = "-dark" if dark else ""
+        w = MainWindow(FlowDocument.open("resources/examples/triage-delegation.flow.json"),
+                       restore_layout=False)
+        w.resize(1440, 900)
+        w.show()
+        settle()
+        w.run_action.trigger()
+        people = w.run_session.controller.people
+        while w.run_session.controller.is_running:
+            app.processEvents()
+            for pending in list(people.pending):
+                if hasattr(pending, "approve") and pending.open:
+                    pending.approve()
+        settle()
+        w.view.fit_all()
+        ins = w.run_session.inspector
+        ins.tabs.setCurrentIndex(TAB_NAMES.index("Agent"))
+        ins.agent.select_agent("triage")
+        ins.agent.set_view("tree")
+        settle()
+        tree = ins.agent.calls.tree
+        mail = tree.findItems("→ send_email", _flags(), 0)
+        if mail:
+            tree.setCurrentItem(mail[0])
+        settle()
+        w.grab().save(f"{out_dir}/agent-tree{suffix}.png")
+        # The mail node's settings, opened, with the rule of the example.
+        remember_section("mail.send", TOOL_SETTINGS, True)
+        w.select_node("mail")
+        settle()
+        form = w.properties.form if hasattr(w, "properties") else None
+        if form is not None and getattr(form, "tool_settings", None) is not None:
+            form.tool_settings.set_open(True)
+            settle()
+            bar = w.properties.scroll.verticalScrollBar()
+            bar.setValue(form.tool_settings.y() - 8)
+        settle()
+        w.grab().save(f"{out_dir}/tool-approval-settings{suffix}.png")
+        w.close()
+        settle()
+
+
+if __name__ == "__main__":
+    import sys
+
+    save_screenshots(sys.argv[1] if len(sys.argv) > 1 else "docs/img")

@@ -62,8 +62,11 @@ def test_default_says_what_it_is_for_this_tool(doc, section):
     # send_email looks sensitive: by default every call asks.
     assert section.mode.currentData() == "default"
     assert section.mode.currentText() == "Default (asks: looks sensitive (send))"
-    assert section.summary.text().startswith("Default: asks for every call")
-    assert "waits 5 min" in section.summary.text()
+    assert section.policy_text.text().startswith("Default: asks for every call")
+    assert "waits 5 min" in section.policy_text.text()
+    # The closed header says it in a few words (the whole line is its tooltip).
+    assert section.summary.text() == "default: asks"
+    assert section.summary.toolTip() == section.policy_text.text()
     assert tool(doc) is None  # showing is not editing
     # A harmless tool name makes the default "never"; the node type still
     # decides for a mail node (mail.send), so use the agent-as-tool rule too.
@@ -76,7 +79,7 @@ def test_each_mode_is_one_undoable_edit_of_the_tool_object(doc, section):
     pick(section.mode, "never")
     assert tool(doc).approval.mode == "never"
     assert stack.count() == 1 and stack.undoText() == "Approval: never ask"
-    assert section.summary.text() == "Never asks"
+    assert section.policy_text.text() == "Never asks"
     assert not section.wait_field.isVisibleTo(section)  # nothing waits: no wait to set
     pick(section.mode, "always")
     assert tool(doc).approval.mode == "always"
@@ -104,7 +107,7 @@ def test_a_rule_for_outside_recipients(doc, section):
     policy = tool(doc).approval
     assert policy.mode == "rules"
     assert policy.rules == [Rule(arg="to", op="not_endswith", value="@ourcompany.com")]
-    assert section.summary.text().startswith('Asks when to does not end with "@ourcompany.com"')
+    assert section.policy_text.text().startswith('Asks when to does not end with "@ourcompany.com"')
     # Each step was its own command; undo walks back through them.
     n = doc.undo_stack.count()
     # "does not end with" and no value yet was not a rule: op and value
@@ -176,7 +179,7 @@ def test_confirm_checkboxes_are_the_ai_arguments(doc, section):
     assert (policy.mode, policy.confirm) == ("always", ["subject"])
     pick(section.mode, "never")
     assert tool(doc).approval.confirm == ["subject"]
-    assert section.summary.text().startswith("Never asks · a person confirms subject · waits")
+    assert section.policy_text.text().startswith("Never asks · a person confirms subject · waits")
     doc.undo_stack.undo()
     doc.undo_stack.undo()
     assert tool(doc) is None and not section.confirm_checks["subject"].isChecked()
@@ -196,7 +199,8 @@ def test_wait_and_limits(qtbot, doc, section):
     section.per_run.setValue(3)
     section.per_turn.setValue(1)
     assert (tool(doc).max_calls_per_run, tool(doc).max_calls_per_turn) == (3, 1)
-    assert section.summary.text().endswith("at most 3 per run, 1 per answer")
+    assert section.policy_text.text().endswith("at most 3 per run, 1 per answer")
+    assert section.summary.text() == "asks always · limits"
     section.per_run.setValue(0)
     assert tool(doc).max_calls_per_run is None and section.per_run.text() == "no limit"
     doc.undo_stack.undo()
@@ -243,7 +247,7 @@ def test_settings_round_trip_through_the_file(tmp_path, doc, section):
         assert s2.rule_rows[0].value.text() == "@ourcompany.com"
         assert s2.confirm_checks["subject"].isChecked()
         assert s2.per_turn.value() == 2
-        assert s2.summary.text() == section.summary.text()
+        assert s2.policy_text.text() == section.policy_text.text()
     finally:
         s2.deleteLater()
 
@@ -276,7 +280,7 @@ def test_the_panel_has_the_section_closed_and_the_previews_say_the_policy(qtbot,
     panel.set_node("mail")
     box = panel.form.tool_settings
     assert box.isVisibleTo(panel) and not box.is_open()  # compact: closed like advanced ones
-    assert box.summary.text().startswith("Default: asks for every call")
+    assert box.policy_text.text().startswith("Default: asks for every call")
     pick(box.mode, "never")
     assert "Approval: Never asks" in panel.form.tool_summary.text()
     # Renaming the tool keeps the approval it has (one object, two editors).

@@ -283,11 +283,10 @@ class AgentTree(QWidget):
         for col, mode in enumerate((QHeaderView.ResizeMode.Interactive,
                                     QHeaderView.ResizeMode.Stretch,
                                     QHeaderView.ResizeMode.Stretch,
-                                    QHeaderView.ResizeMode.Interactive,
+                                    QHeaderView.ResizeMode.ResizeToContents,
                                     QHeaderView.ResizeMode.ResizeToContents)):
             header.setSectionResizeMode(col, mode)
-        self.tree.setColumnWidth(0, 250)
-        self.tree.setColumnWidth(3, 220)
+        self.tree.setColumnWidth(0, 230)
         self.tree.itemCollapsed.connect(lambda item: self._closed.add(item.data(0, KEY_ROLE)))
         self.tree.itemExpanded.connect(
             lambda item: self._closed.discard(item.data(0, KEY_ROLE)))
@@ -308,7 +307,7 @@ class AgentTree(QWidget):
         split.addWidget(box)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 1)
-        split.setSizes([900, 340])
+        split.setSizes([1000, 300])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(split)
