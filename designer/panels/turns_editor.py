@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemDelegate,
     QAbstractItemView,
@@ -126,7 +126,7 @@ class TurnsEditor(QWidget):
         buttons.setSpacing(4)
         self.add_text_button = self._button("+ Text", "Add a turn that answers with text",
                                             lambda: self.add_turn(TEXT))
-        self.add_call_button = self._button("+ Tool call", "Add a turn that calls a tool",
+        self.add_call_button = self._button("+ Call", "Add a turn that calls a tool",
                                             lambda: self.add_turn(self._tool_names[0]))
         self.add_joined_button = self._button(
             "+ Same turn", "Add a tool call to the selected row's turn (one answer, several "
@@ -139,7 +139,7 @@ class TurnsEditor(QWidget):
                                         lambda: self.move_row(1))
         self.remove_button = self._button("✕", "Remove the selected row", self.remove_row)
         for b in (self.up_button, self.down_button, self.remove_button):
-            b.setFixedWidth(26)
+            b.setFixedWidth(22)  # the row fits a properties dock of ~270 px inside
             buttons.addWidget(b)
         layout.addLayout(buttons)
 
@@ -471,7 +471,3 @@ class TurnsEditor(QWidget):
         self.up_button.setEnabled(row > 0)
         self.down_button.setEnabled(0 <= row < self.table.rowCount() - 1)
         self.remove_button.setEnabled(row >= 0)
-
-    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
-        hint = super().sizeHint()
-        return QSize(max(hint.width(), 300), hint.height())
