@@ -351,3 +351,17 @@ def test_the_example_in_docs_agents_md_runs(tmp_path):
     assert out.stdout.startswith('Got it: {"result": "1 order", "documents": [{"path": '
                                  '"orders.csv", "mime": "text/csv"')
     assert "A-1,120" in out.stdout  # the document's text came inline
+
+
+async def test_an_agent_past_its_wall_time_fails_naming_the_bound():
+    from tests.servers.flows import SleepTool
+
+    sleeper = {"id": "zz", "type": "test.sleep", "params": {"tag": AI_SCOPE,
+                                                             "seconds": fixed(-1)}}
+    turns = [{"tool_calls": [{"name": "sleep", "arguments": {"tag": "forever"}}]},
+             {"text": "never"}]
+    flow = agent_flow(scripted(turns, max_seconds=0.3), [sleeper])
+    result, rec, _ = await run(flow, reg=Registry([Inject, DebugNode, Agent, SleepTool]))
+    [err] = rec.of("node.error")
+    assert err.node == "agent"
+    assert err.message == "the agent did not finish within 0.3 s (max_seconds)"
