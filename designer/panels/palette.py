@@ -316,6 +316,9 @@ class QuickAdd(QFrame):
         self.edit.textChanged.connect(self._filter)
         self.edit.installEventFilter(self)
         self.list.itemActivated.connect(self._choose)
+        # One click picks, as in a menu: a newcomer clicks an entry once and
+        # waits (activation alone wants a double click in most styles).
+        self.list.itemClicked.connect(self._choose)
         for spec in registry.specs():
             item = QListWidgetItem(node_icon(spec), f"{spec.name}")
             item.setSizeHint(QSize(0, 28))

@@ -54,6 +54,7 @@ from .param_editors import (
     stored_credential,
 )
 from .param_hint import ParamHints
+from .payload_editor import PayloadValueEditor
 from .tool_preview import agent_functions, hidden_params, hidden_summary, node_function
 from .tool_settings import ToolSettingsSection, policy_line
 
@@ -172,7 +173,11 @@ class NodeForm(QWidget):
 
     def _custom_editor(self, p: ParamSpec) -> ValueEditor | None:
         """An editor other than the one for the param's type, or None: the
-        agent's script is a table of turns, not JSON typed by hand."""
+        agent's script is a table of turns, not JSON typed by hand, and the
+        inject's payload is text its payload type reads (``hello`` is a
+        string, not a JSON error)."""
+        if self.spec.type == "core.inject" and p.name == "payload":
+            return PayloadValueEditor(p, self)
         if self.spec.type == "ai.agent" and p.name == "script":
             tools = [f["function"]["name"] for f in agent_functions(self.doc, self.node_id)[0]]
             editor = TurnsValueEditor(p, tools, self)
