@@ -99,12 +99,11 @@ class Actions:
         QTest.mouseRelease(vp, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, end)
         self._count(what)
 
-    def click(self, widget: QWidget, what: str, pos: QPoint | None = None) -> None:
-        pos = widget.rect().center() if pos is None else pos
-        self.assert_in_viewport(widget, widget.rect() if pos is None else
-                                QRect(pos, pos), what)
+    def click(self, widget: QWidget, what: str) -> None:
+        """Click the middle of a widget that is wholly in view."""
         self.assert_in_viewport(widget, widget.rect(), what)
-        QTest.mouseClick(widget, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, pos)
+        QTest.mouseClick(widget, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+                         widget.rect().center())
         self._count(f"click {what}")
 
     def click_item(self, view: QAbstractItemView, index, what: str) -> None:
@@ -146,11 +145,11 @@ def new_user(data_dir, monkeypatch):
         store.setValue(key, value)
 
 
-def open_new_window(history, monkeypatch):
+def open_new_window():
+    """What File > New shows on a first start, at 1440x900."""
     from designer.document import FlowDocument
     from designer.main_window import MainWindow
 
-    monkeypatch.setattr("designer.run_integration.open_history", lambda: history)
     window = MainWindow(FlowDocument(), restore_layout=False, autosave_interval_ms=3_600_000)
     window.resize(1440, 900)
     window.show()
@@ -238,8 +237,9 @@ def build_and_run(window, qtbot) -> Actions:
 
 
 def test_a_newcomer_builds_and_runs_the_send_mail_flow_in_few_actions(
-        new_user, qt_loop, history, monkeypatch, qtbot):
-    window = open_new_window(history, monkeypatch)
+        new_user, qt_loop, history, monkeypatch, qtbot):  # noqa: F811
+    monkeypatch.setattr("designer.run_integration.open_history", lambda: history)
+    window = open_new_window()
     try:
         act = build_and_run(window, qtbot)
         doc = window.document
@@ -260,6 +260,12 @@ def test_a_newcomer_builds_and_runs_the_send_mail_flow_in_few_actions(
             scope = mail.params[name].scope if name in mail.params else defaults[name]
             assert scope is Scope.AI, name
         assert doc.node(ids["core.inject"]).params["payload"].value == PROMPT
+        # What the model is offered: send_email, whose to and subject it fills.
+        from runtime.tools import agent_tool_specs
+
+        [tool] = agent_tool_specs(doc.flow)[ids["ai.agent"]]
+        assert tool["function"]["name"] == "send_email"
+        assert {"to", "subject"} <= set(tool["function"]["parameters"]["properties"])
 
         result = window.run_session.controller.last_result
         assert (result.status, result.reason, result.errors) == ("ok", "completed", 0), result
@@ -269,5 +275,52 @@ def test_a_newcomer_builds_and_runs_the_send_mail_flow_in_few_actions(
 
         assert inspector.tabs.currentIndex() == TAB_DEBUG
         assert len(act.done) <= GOAL, act.report()
+        # README.md's walk-through names the real count.
+        readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+        assert f"### Your first flow in {len(act.done)} actions" in readme
     finally:
         close_window(window, qtbot)
+
+
+# -- the screenshot for README.md ------------------------------------------------------------
+
+def save_screenshot(out_dir: str = "docs/img") -> None:
+    """The same twelve actions on a first start (no settings, no key), light
+    theme, 1440x900, and the window after the run:
+    ``.venv/bin/python -m tests.gui.test_first_five_minutes docs/img``."""
+    import os
+    import tempfile
+
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    os.environ["SWITCHBOARD_DATA_DIR"] = tempfile.mkdtemp()
+    os.environ["SWITCHBOARD_CREDENTIALS"] = "file"
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        os.environ.pop(name, None)
+    from PySide6.QtCore import QCoreApplication
+    from pytestqt.qt_compat import qt_api
+    from pytestqt.qtbot import QtBot
+
+    qt_api.set_qt_api("pyside6")  # what pytest-qt does when pytest starts
+
+    QCoreApplication.setOrganizationName("switchboard-shots")
+    app = QApplication.instance() or QApplication([])
+    from designer import theme
+    from designer.main_window import settings
+    from designer.run_controller import qt_event_loop
+
+    qt_event_loop()
+    settings().clear()
+    theme.apply(app, theme.LIGHT)
+    window = open_new_window()
+    qtbot = QtBot(app)
+    act = build_and_run(window, qtbot)
+    qtbot.wait(200)  # let the last repaint of the run's badges land
+    path = Path(out_dir) / "first-five-minutes.png"
+    window.grab().save(str(path))
+    print(act.report())
+    print(f"saved {path}")
+    close_window(window, qtbot)
+
+
+if __name__ == "__main__":
+    save_screenshot(sys.argv[1] if len(sys.argv) > 1 else "docs/img")
