@@ -24,12 +24,11 @@ import builtins
 import json
 import os
 import re
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
-from .paths import data_dir
+from .paths import data_dir, write_atomic_bytes
 
 SERVICE = "switchboard"
 BACKEND_ENV = "SWITCHBOARD_CREDENTIALS"
@@ -124,21 +123,7 @@ def backend_note() -> str:
 
 def _write_private(path: Path, data: bytes) -> None:
     """Atomically, readable by the user alone from the first byte on."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic_bytes(path, data, 0o600)
 
 
 def _fernet(create: bool):

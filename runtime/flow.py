@@ -8,7 +8,6 @@ import gc
 import json
 import os
 import re
-import tempfile
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from pydantic import (
 from .approval import ApprovalPolicy
 from .node import is_secret_ref
 from .package_hints import unknown_type_message
+from .paths import write_atomic_bytes
 from .registry import Registry
 from .spec import NodeSpec, ParamSpec, ParamType, ParamValue, Scope
 
@@ -485,23 +485,9 @@ def save_flow(flow: Flow, path: str | Path) -> None:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp makes the file 0600; keep the mode the file had (or the one
-        # a plain open() would give) so that saving does not hide a shared flow.
-        os.chmod(tmp, _file_mode(path))
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # mkstemp would make the file 0600; keep the mode the file had (or the
+    # one a plain open() would give) so that saving does not hide a shared flow.
+    write_atomic_bytes(path, text.encode("utf-8"), _file_mode(path))
 
 
 def _file_mode(path: Path) -> int:

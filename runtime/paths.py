@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 DATA_DIR_ENV = "SWITCHBOARD_DATA_DIR"
@@ -17,3 +18,23 @@ def data_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("switchboard", appauthor=False))
+
+
+def write_atomic_bytes(path: Path, data: bytes, mode: int) -> None:
+    """Write ``data`` to ``path`` so that a crash never leaves half a file:
+    a temp file beside it with ``mode`` from the first byte, fsync, rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
