@@ -71,6 +71,12 @@ class RunFinished(Event):
     in_flight: dict[str, int] = field(default_factory=dict)
     duration_ms: float = 0.0
     errors: int = 0
+    # Tokens of every LLM request of the run ({"input_tokens", "output_tokens",
+    # "cached_tokens"}), their cost in USD where the model's price is known
+    # (None: unknown), and what tool results reported as their own cost.
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float | None = None
+    tool_cost_usd: float = 0.0
 
 
 @dataclass(slots=True, kw_only=True)
@@ -128,6 +134,27 @@ class ToolResult(Event):
     error: str = ""
     ms: float = 0.0
     parent: str = ""
+    cost_usd: float | None = None  # what the tool reported it cost (its `cost` output)
+    tracking_id: str = ""  # a background call's: its result arrives later
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolStatus(Event):
+    """A tool call's phase, as it goes: queued, waiting_approval, running,
+    progress (``progress`` 0..1 and a short ``text`` from the node),
+    succeeded, failed, cancelled. ``tracking_id``: a background call's id."""
+
+    type: Literal["tool.status"] = "tool.status"
+    agent: str
+    node: str = ""
+    tool: str
+    caller_id: str
+    phase: Literal["queued", "waiting_approval", "running", "progress", "succeeded", "failed",
+                   "cancelled"]
+    progress: float | None = None
+    text: str = ""
+    tracking_id: str = ""
+    parent: str = ""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -178,10 +205,23 @@ class LlmRequest(Event):
 
 
 @dataclass(slots=True, kw_only=True)
+class LlmDelta(Event):
+    """Part of an answer as it streams in: the text that arrived since the
+    last delta of this turn (coalesced: a few per second per agent)."""
+
+    type: Literal["llm.delta"] = "llm.delta"
+    agent: str
+    parent: str = ""
+    turn: int = 0
+    text: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
 class LlmResponse(Event):
     type: Literal["llm.response"] = "llm.response"
     agent: str
     parent: str = ""
+    cost_usd: float | None = None  # this request's, where the model's price is known
     turn: int = 0
     text: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
@@ -223,7 +263,8 @@ class Log(Event):
 
 AnyEvent = Annotated[
     RunStarted | RunFinished | NodeStatus | Debug | NodeError | ToolCall | ToolResult
-    | ToolApproval | ToolDecision | LlmRequest | LlmResponse | Stats | MessageSent | Log,
+    | ToolStatus | ToolApproval | ToolDecision | LlmRequest | LlmDelta | LlmResponse | Stats
+    | MessageSent | Log,
     Field(discriminator="type"),
 ]
 @functools.cache
