@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .cost import RunCost
 from .events import (
     Debug,
     EventBus,
@@ -232,6 +233,7 @@ class Engine:
         self._send_nesting = 0
         self._reason = ""  # set when something other than settling ends the run
         self._message = ""
+        self.cost = RunCost()  # made again, with the flow's budget, by run()
         self._in_flight: dict[str, int] = {}
         self._deadline = 0.0  # time.monotonic() past which deferred work is dropped
         self._queue: deque[tuple[NodeRuntime, dict]] = deque()  # deferred hops, in order
@@ -309,6 +311,9 @@ class Engine:
         self.bus.run_id = self.run_id
         self._record = self._record_wanted if self._record_wanted is not None else self.bus.active
         self._started = time.perf_counter()
+        # The run's tokens and USD; agents add to it and check its budget.
+        self.cost = RunCost(budget_usd=self.flow.settings.budget_usd,
+                            budget_tokens=self.flow.settings.budget_tokens)
         if timeout is not None:
             self._deadline = time.monotonic() + timeout
         self.running = True
@@ -437,11 +442,17 @@ class Engine:
         duration = (time.perf_counter() - self._started) * 1000
         reason = self._reason or ("failed" if self._uncaught else "completed")
         status = STATUS_OF_REASON[reason]
+        cost = self.cost
+        if cost.exceeded and not self._message:
+            self._message = cost.exceeded  # a budget stopped an agent: say which
         if self.bus.active:
             self.bus.publish(self.stats())
             self.bus.publish(RunFinished(
                 status=status, reason=reason, message=self._message,  # type: ignore[arg-type]
-                in_flight=self._in_flight, duration_ms=duration, errors=self._uncaught))
+                in_flight=self._in_flight, duration_ms=duration, errors=self._uncaught,
+                usage=dict(cost.run.usage) if cost.run.requests else {},
+                cost_usd=cost.run.known_cost if cost.run.requests else None,
+                tool_cost_usd=round(cost.tool_cost_usd, 10)))
         return RunResult(status=status, errors=self._uncaught, duration_ms=duration,
                          reason=reason, message=self._message, in_flight=self._in_flight)
 

@@ -122,6 +122,11 @@ class FlowSettings(BaseModel):
     #: ``switchboard package list`` names them), whose nodes run in their own
     #: process, as a plugin, in this flow.
     out_of_process: list[str] = Field(default_factory=list, max_length=100)
+    #: A budget for the whole run, in USD (needs the models' prices) and/or
+    #: tokens (input + output of every LLM request): past it, no agent gets
+    #: another LLM turn and the run's end says why (runtime.cost).
+    budget_usd: float | None = Field(default=None, gt=0)
+    budget_tokens: int | None = Field(default=None, ge=1)
 
 
 class Flow(BaseModel):

@@ -90,6 +90,13 @@ class Agent(Node):
                                    default=60.0, allow=CUSTOM, group="advanced", visible_if=_LLM)
     request_timeout_seconds = Param(float, "Time limit of one LLM request", default=120.0,
                                     allow=CUSTOM, group="advanced", visible_if=_LLM)
+    budget_usd = Param(float, "Most USD this agent spends on LLM requests in a run (all its "
+                       "messages); past it, no more LLM turns. 0: no budget. Needs the model's "
+                       "price (prices.json)", default=0.0, allow=CUSTOM, group="advanced",
+                       label="Budget (USD)")
+    budget_tokens = Param(int, "Most tokens (input + output) this agent spends in a run; past "
+                          "it, no more LLM turns. 0: no budget", default=0, allow=CUSTOM,
+                          group="advanced", label="Budget (tokens)")
 
     answer = Output(str, "The final answer", path="payload")
     agent = Output("json", "{turns, tool_calls: [{tool, args, status, data|error, ms}], "
@@ -110,7 +117,7 @@ class Agent(Node):
             problems += [("script", p) for p in script_problems(script.value)]
         for name, low in (("max_turns", 1), ("max_tokens", 1), ("retries", 0),
                           ("tool_timeout_seconds", 0), ("max_tool_calls_per_turn", 1),
-                          ("max_retry_wait_seconds", 0)):
+                          ("max_retry_wait_seconds", 0), ("budget_usd", 0), ("budget_tokens", 0)):
             p = params.get(name)
             if p is not None and isinstance(p.value, (int, float)) and p.value < low:
                 problems.append((name, f"{name} must be at least {low}"))
@@ -209,7 +216,8 @@ class Agent(Node):
             max_tool_calls=max(1, int(self.max_tool_calls_per_run.get())),
             max_seconds=seconds or None,
             parent=str(msg.get("__tool_caller_id__", "")) if as_tool else "",
-            engine=engine)
+            engine=engine, budget_usd=float(self.budget_usd.get() or 0) or None,
+            budget_tokens=int(self.budget_tokens.get() or 0) or None)
         if as_tool:
             data: dict[str, Any] = {"result": result.text}
             if result.documents:

@@ -43,11 +43,19 @@ class AgentResult:
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
     #: Workspace documents a child agent handed to its parent (handoff).
     documents: list[str] = field(default_factory=list)
+    #: USD of this message's LLM requests; None when the model has no price.
+    cost_usd: float | None = None
+    #: Call id -> tokens its result cost in the next request (an estimate: runtime.cost).
+    tool_tokens: dict[str, int] = field(default_factory=dict)
 
     def info(self) -> dict[str, Any]:
         """The agent's ``agent`` output."""
-        return {"turns": self.turns, "tool_calls": [o.summary() for o in self.outcomes],
-                "usage": dict(self.usage)}
+        calls = [o.summary() for o in self.outcomes]
+        for o, c in zip(self.outcomes, calls, strict=True):
+            if o.call_id in self.tool_tokens:
+                c["result_tokens"] = self.tool_tokens[o.call_id]
+        return {"turns": self.turns, "tool_calls": calls, "usage": dict(self.usage),
+                "cost_usd": self.cost_usd}
 
 
 async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | None, bus: EventBus,
@@ -56,7 +64,9 @@ async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | N
                     tool_timeout: float | None,
                     max_tool_calls_per_turn: int | None = None,
                     max_tool_calls: int | None = None, max_seconds: float | None = None,
-                    parent: str = "", engine: Any = None) -> AgentResult:
+                    parent: str = "", engine: Any = None,
+                    budget_usd: float | None = None,
+                    budget_tokens: int | None = None) -> AgentResult:
     """``parent``: the caller id of the tool call this agent answers (an
     agent used as another's tool): its events carry it, and it gets the
     ``handoff`` tool to end its task with a result and documents."""
@@ -64,6 +74,9 @@ async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | N
     if depth > MAX_AGENT_DEPTH:
         raise NodeConfigError(f"agents call agents {depth} deep; at most {MAX_AGENT_DEPTH} "
                               "(an agent used as a tool counts one level)")
+    from ..cost import AgentMeter
+
+    meter = AgentMeter(agent_id, model, engine, budget_usd, budget_tokens)
     token = _depth.set(depth)
     try:
         if max_seconds:
@@ -72,13 +85,13 @@ async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | N
                     return await _run(agent_id, provider, bridge, bus, base_msg, prompt,
                                       instructions, model, temperature, max_tokens, max_turns,
                                       tool_timeout, max_tool_calls_per_turn, max_tool_calls,
-                                      parent, engine)
+                                      parent, engine, meter=meter)
             except TimeoutError:
                 raise NodeConfigError(f"the agent did not finish within {max_seconds:g} s "
                                       "(max_seconds)") from None
         return await _run(agent_id, provider, bridge, bus, base_msg, prompt, instructions,
                           model, temperature, max_tokens, max_turns, tool_timeout,
-                          max_tool_calls_per_turn, max_tool_calls, parent, engine)
+                          max_tool_calls_per_turn, max_tool_calls, parent, engine, meter=meter)
     finally:
         _depth.reset(token)
 
@@ -87,7 +100,8 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
                base_msg: dict, prompt: str, instructions: str, model: str,
                temperature: float | None, max_tokens: int, max_turns: int,
                tool_timeout: float | None, max_tool_calls_per_turn: int | None,
-               max_tool_calls: int | None, parent: str, engine: Any) -> AgentResult:
+               max_tool_calls: int | None, parent: str, engine: Any, *,
+               meter: Any = None) -> AgentResult:
     from ..arguments import event_args, masked
     from ..tools import MAX_TOOL_CALLS_PER_TURN, AgentCalls
 
@@ -99,6 +113,12 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
     result = AgentResult()
     usage = result.usage
     for turn in range(max(1, max_turns)):
+        if meter is not None:
+            try:
+                meter.before_request()  # a spent budget: no more LLM turns
+            except NodeConfigError as exc:
+                _name_effects(exc, result.outcomes)
+                raise
         if bus.active:
             bus.publish(LlmRequest(agent=agent_id, parent=parent, provider=provider.name,
                                    model=model, turn=turn + 1,
@@ -117,6 +137,10 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
         result.turns = turn + 1
         usage["input_tokens"] += reply.usage.get("input_tokens", 0)
         usage["output_tokens"] += reply.usage.get("output_tokens", 0)
+        cost = None
+        if meter is not None:
+            cost = meter.after_reply(reply.usage, _texts(instructions, conversation))
+            result.cost_usd, result.tool_tokens = meter.cost_usd, meter.tool_tokens
         calls = reply.tool_calls
         text = redact(reply.text) if reply.text else ""
         if bus.active:
@@ -125,7 +149,8 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
                 tool_calls=[{"id": c.id, "name": str(c.name)[:100],
                              "arguments": event_args(c.arguments, EVENT_TEXT_LIMIT)}
                             for c in calls],
-                usage=dict(reply.usage), ms=(time.perf_counter() - t0) * 1000))
+                usage=dict(reply.usage), ms=(time.perf_counter() - t0) * 1000,
+                cost_usd=cost))
         if not calls:
             result.text = text
             return result
@@ -135,6 +160,8 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
             outcomes = await bridge.call_many(base_msg, [(c.id, c.name, c.arguments) for c in calls],
                                               tool_timeout, max_calls, state=calls_state)
         result.outcomes.extend(outcomes)
+        if meter is not None:
+            meter.after_tools([(o.call_id, o.content(), o.data) for o in outcomes])
         if calls_state.handoff is not None:
             # The child ended its task: its result is the answer, whatever
             # else it asked for in the same turn.
@@ -194,6 +221,15 @@ def _no_tools(call: Any) -> ToolOutcome:
     return ToolOutcome(call.id, "", short(str(call.name), 100), "", args, "refused",
                        error=f"unknown tool '{short(str(call.name), 100)}' (this agent has no tools)",
                        bounded=True)
+
+
+def _texts(instructions: str, conversation: list[dict[str, Any]]) -> list[str]:
+    """Every text a request carries (for a tool result's share of its tokens)."""
+    out = [instructions]
+    for m in conversation:
+        out.append(str(m.get("content") or ""))
+        out += [str(c.get("arguments") or "") for c in m.get("tool_calls") or []]
+    return out
 
 
 def _as_seen(instructions: str, conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,253 @@
+"""What a run costs: tokens and USD per LLM request, per agent and per run,
+what tool results reported as their own cost, and the budgets that stop an
+agent.
+
+Prices (USD per million tokens: input, output, cached input) come from
+``resources/prices.json``; a file ``$SWITCHBOARD_DATA_DIR/prices.json`` of
+the same shape overrides a model's entry or adds one. A model in neither
+has no cost (None): never a guess from a similar name.
+
+Usage is ``{"input_tokens", "output_tokens", "cached_tokens"}``; cached
+tokens are counted within ``input_tokens`` (as OpenAI reports them) and
+priced at the cached rate (the input rate where a model has none).
+
+A tool call's tokens are an estimate: its result goes into the next
+request, whose ``input_tokens`` the provider reports for the whole
+conversation; the call is given the share of them that its result's text is
+of the text of that request (characters). See :func:`tool_tokens`."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .node import NodeConfigError
+
+log = logging.getLogger(__name__)
+
+SHIPPED = Path(__file__).resolve().parents[1] / "resources" / "prices.json"
+FILE_NAME = "prices.json"
+#: The run's accumulator, as an engine resource (``engine.resource(KEY, RunCost)``).
+KEY = "cost"
+
+_cache: dict[tuple[str, float], dict[str, dict[str, float]]] = {}
+
+
+def user_prices_path() -> Path:
+    from .paths import data_dir
+
+    return data_dir() / FILE_NAME
+
+
+def _read(path: Path) -> dict[str, dict[str, float]]:
+    """A price file's models, read once per modification; a broken file is
+    logged and counts as empty (a run must not fail for its prices)."""
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        return {}
+    key = (str(path), mtime)
+    if key not in _cache:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            models = raw.get("models", {}) if isinstance(raw, dict) else {}
+            _cache[key] = {str(m): _entry(p) for m, p in models.items() if _entry(p)}
+        except (OSError, ValueError, AttributeError) as exc:
+            log.warning("ignoring the price file %s: %s", path, exc)
+            _cache[key] = {}
+    return _cache[key]
+
+
+def _entry(p: Any) -> dict[str, float]:
+    if not isinstance(p, dict):
+        return {}
+    out = {k: float(p[k]) for k in ("input", "output", "cached")
+           if isinstance(p.get(k), (int, float)) and not isinstance(p.get(k), bool) and p[k] >= 0}
+    return out if "input" in out and "output" in out else {}
+
+
+def price_table() -> dict[str, dict[str, float]]:
+    """Model -> {input, output[, cached]} USD per million tokens: the shipped
+    table with the user's file over it."""
+    return {**_read(SHIPPED), **_read(user_prices_path())}
+
+
+def price_of(model: str) -> dict[str, float] | None:
+    return price_table().get(model) if model else None
+
+
+def request_cost(model: str, usage: dict[str, Any]) -> float | None:
+    """USD of one LLM request, or None when the model has no price."""
+    price = price_of(model)
+    if price is None:
+        return None
+    inp = int(usage.get("input_tokens", 0) or 0)
+    out = int(usage.get("output_tokens", 0) or 0)
+    cached = min(inp, int(usage.get("cached_tokens", 0) or 0))
+    usd = ((inp - cached) * price["input"] + cached * price.get("cached", price["input"])
+           + out * price["output"]) / 1_000_000
+    return round(usd, 10)
+
+
+def tool_tokens(next_input_tokens: int, request_texts: list[str],
+                results: dict[str, str]) -> dict[str, int]:
+    """Estimated input tokens each tool result cost in the next request:
+    ``next_input_tokens`` split by the share of the request's characters
+    (``request_texts``: every message's text, instructions included) that
+    each result's text (``results``: call id -> text) is."""
+    total = sum(len(t) for t in request_texts)
+    if total <= 0 or next_input_tokens <= 0:
+        return {k: 0 for k in results}
+    return {k: round(next_input_tokens * len(t) / total) for k, t in results.items()}
+
+
+def tool_cost(data: Any) -> float | None:
+    """What a tool result says it cost: its ``cost`` output, a number in USD."""
+    if isinstance(data, dict):
+        c = data.get("cost")
+        if isinstance(c, (int, float)) and not isinstance(c, bool) and c >= 0:
+            return float(c)
+    return None
+
+
+@dataclass
+class Spend:
+    """Tokens and USD of some LLM requests (one agent's, or a run's)."""
+
+    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0,
+                                                           "cached_tokens": 0})
+    cost_usd: float = 0.0
+    #: Requests whose model had no price: their USD is unknown.
+    unpriced: int = 0
+    requests: int = 0
+
+    def add(self, usage: dict[str, Any], cost: float | None) -> None:
+        for k in ("input_tokens", "output_tokens", "cached_tokens"):
+            self.usage[k] += int(usage.get(k, 0) or 0)
+        self.requests += 1
+        if cost is None:
+            self.unpriced += 1
+        else:
+            self.cost_usd += cost
+
+    @property
+    def tokens(self) -> int:
+        return self.usage["input_tokens"] + self.usage["output_tokens"]
+
+    @property
+    def known_cost(self) -> float | None:
+        """USD, or None when any request had no price (a part would mislead)."""
+        return None if self.unpriced else round(self.cost_usd, 10)
+
+
+@dataclass
+class RunCost:
+    """One run's totals: every LLM request, per agent, and tool costs."""
+
+    run: Spend = field(default_factory=Spend)
+    agents: dict[str, Spend] = field(default_factory=dict)
+    tool_cost_usd: float = 0.0
+    budget_usd: float | None = None
+    budget_tokens: int | None = None
+    #: Why a budget stopped an agent (the first time), for RunFinished.
+    exceeded: str = ""
+
+    def add_request(self, agent: str, usage: dict[str, Any], cost: float | None) -> None:
+        self.run.add(usage, cost)
+        self.agents.setdefault(agent, Spend()).add(usage, cost)
+
+    def add_tool_cost(self, usd: float) -> None:
+        self.tool_cost_usd += usd
+
+
+def over_budget(spend: Spend, budget_usd: float | None, budget_tokens: int | None,
+                what: str) -> str:
+    """Why ``spend`` is past a budget ("" when it is not). ``what`` names the
+    budget ("the agent's budget_usd")."""
+    if budget_tokens and spend.tokens >= budget_tokens:
+        return (f"{what} budget of {budget_tokens:,} tokens is spent ({spend.tokens:,} tokens "
+                f"in {spend.requests} LLM requests)")
+    if budget_usd and spend.cost_usd >= budget_usd:
+        return (f"{what} budget of ${budget_usd:g} is spent (${spend.cost_usd:.6f} in "
+                f"{spend.requests} LLM requests)")
+    return ""
+
+
+def check_priced(model: str, budget_usd: float | None, what: str) -> None:
+    """A budget in USD needs the model's price: refuse to start without it."""
+    if budget_usd and price_of(model) is None:
+        raise NodeConfigError(
+            f"{what} is a budget in USD, but model '{model}' has no price: add it to "
+            f"{user_prices_path()} or give a budget in tokens")
+
+
+class AgentMeter:
+    """One agent's accounting while it answers one message: prices each
+    request, adds it to the run's totals, sums tool costs, estimates each
+    tool result's tokens, and refuses a request past a budget.
+
+    The agent's budget counts all its requests in the run (every message it
+    handled); without an engine (a bare loop in a test), this message's."""
+
+    def __init__(self, agent: str, model: str, engine: Any = None,
+                 budget_usd: float | None = None, budget_tokens: int | None = None) -> None:
+        self.agent = agent
+        self.model = model
+        self.budget_usd = budget_usd or None
+        self.budget_tokens = budget_tokens or None
+        self.run: RunCost | None = getattr(engine, "cost", None)
+        self.own = Spend()
+        self.cost_usd: float | None = 0.0  # this message's, None once a request had no price
+        #: Call id -> estimated tokens its result cost in the next request.
+        self.tool_tokens: dict[str, int] = {}
+        self._pending: dict[str, str] = {}
+        check_priced(model, self.budget_usd, "the agent's budget_usd")
+        if self.run is not None:
+            check_priced(model, self.run.budget_usd, "the flow's budget_usd")
+
+    @property
+    def agent_spend(self) -> Spend:
+        if self.run is not None:
+            return self.run.agents.setdefault(self.agent, Spend())
+        return self.own
+
+    def before_request(self) -> None:
+        """Raise NodeConfigError when a budget is spent: no more LLM turns."""
+        why = over_budget(self.agent_spend, self.budget_usd, self.budget_tokens, "the agent's")
+        if not why and self.run is not None:
+            why = over_budget(self.run.run, self.run.budget_usd, self.run.budget_tokens,
+                              "the run's")
+        if why:
+            why = f"{self.agent}: {why}; no more LLM turns"
+            if self.run is not None and not self.run.exceeded:
+                self.run.exceeded = why
+            raise NodeConfigError(why)
+
+    def after_reply(self, usage: dict[str, Any], request_texts: list[str]) -> float | None:
+        """Price one request (None: no price), count it, and give the tool
+        results it carried their share of its input tokens."""
+        cost = request_cost(self.model, usage)
+        if self.run is not None:
+            self.run.add_request(self.agent, usage, cost)
+        else:
+            self.own.add(usage, cost)
+        if self.cost_usd is not None:
+            self.cost_usd = None if cost is None else round(self.cost_usd + cost, 10)
+        if self._pending:
+            self.tool_tokens.update(tool_tokens(int(usage.get("input_tokens", 0) or 0),
+                                                request_texts, self._pending))
+            self._pending = {}
+        return cost
+
+    def after_tools(self, results: list[tuple[str, str, Any]]) -> None:
+        """``results``: (call id, the text the model gets, the tool's data) of
+        one turn's calls: their costs go to the run, their texts wait for the
+        next request's token count."""
+        for call_id, text, data in results:
+            self._pending[call_id] = text
+            usd = tool_cost(data)
+            if usd is not None and self.run is not None:
+                self.run.add_tool_cost(usd)
