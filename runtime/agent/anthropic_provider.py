@@ -9,9 +9,15 @@ from .base import (
     DEFAULT_MAX_RETRY_WAIT,
     DEFAULT_REQUEST_TIMEOUT,
     LlmReply,
+    OnDelta,
     Provider,
+    ProviderError,
+    StreamBroken,
     ToolCallRequest,
+    restart,
     sdk_error,
+    stream_error,
+    stream_unsupported,
     with_retries,
 )
 
@@ -30,8 +36,11 @@ class AnthropicProvider(Provider):
         self.max_retry_wait = max_retry_wait
         self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url or None,
                                                max_retries=0, timeout=request_timeout)
+        #: False once the server refused to stream: plain requests from then on.
+        self.streams = True
 
-    async def complete(self, *, system, messages, tools, model, temperature, max_tokens, turn=0) -> LlmReply:
+    async def complete(self, *, system, messages, tools, model, temperature, max_tokens, turn=0,
+                       on_delta: OnDelta | None = None) -> LlmReply:
         kwargs: dict[str, Any] = {"model": model, "messages": to_anthropic(messages),
                                   "max_tokens": max_tokens or 1024}
         if system:
@@ -43,12 +52,90 @@ class AnthropicProvider(Provider):
         an = self._anthropic
 
         def classify(exc: BaseException):
-            return sdk_error(exc, an.APIStatusError, an.APIConnectionError,
-                             an.APITimeoutError, self.request_timeout)
+            return stream_error(exc) or sdk_error(exc, an.APIStatusError, an.APIConnectionError,
+                                                  an.APITimeoutError, self.request_timeout)
 
+        if on_delta is not None and self.streams:
+            attempts = 0
+
+            async def attempt() -> LlmReply:
+                nonlocal attempts
+                attempts += 1
+                if attempts > 1:
+                    restart(on_delta)
+                return await self._stream(kwargs, on_delta)
+
+            try:
+                return await with_retries(self.name, attempt, classify, self.retries,
+                                          self.max_retry_wait)
+            except ProviderError as exc:
+                if not stream_unsupported(exc):
+                    raise
+                self.streams = False  # the server said it cannot stream: ask plainly
         resp = await with_retries(self.name, lambda: self.client.messages.create(**kwargs),
                                   classify, self.retries, self.max_retry_wait)
         return from_anthropic(resp)
+
+    async def _stream(self, kwargs: dict[str, Any], on_delta: OnDelta) -> LlmReply:
+        """One streamed request (the SDK's raw events): text pieces to
+        ``on_delta``, tool inputs assembled from their JSON pieces, usage
+        from message_start and message_delta. A plain body (a server that
+        does not stream) is read as one."""
+        stream = await self.client.messages.create(**kwargs, stream=True)
+        response = stream.response
+        if "json" in response.headers.get("content-type", ""):
+            await response.aread()
+            return from_anthropic(self._anthropic.types.Message.model_validate(response.json()))
+        blocks: dict[int, dict[str, Any]] = {}
+        usage = {"input_tokens": 0, "output_tokens": 0}
+        finished = False
+        sdk = self._anthropic
+        try:
+            async with stream:
+                async for event in stream:
+                    kind = event.type
+                    if kind == "message_start":
+                        u = event.message.usage
+                        usage["input_tokens"] = getattr(u, "input_tokens", 0) or 0
+                        usage["output_tokens"] = getattr(u, "output_tokens", 0) or 0
+                    elif kind == "content_block_start":
+                        b = event.content_block
+                        blocks[event.index] = {"type": b.type, "text": [], "json": [],
+                                               "id": getattr(b, "id", ""), "name": getattr(b, "name", "")}
+                    elif kind == "content_block_delta":
+                        block = blocks.setdefault(event.index, {"type": "text", "text": [], "json": [],
+                                                                "id": "", "name": ""})
+                        d = event.delta
+                        if d.type == "text_delta" and d.text:
+                            block["text"].append(d.text)
+                            on_delta(d.text)
+                        elif d.type == "input_json_delta":
+                            block["json"].append(d.partial_json)
+                    elif kind == "message_delta":
+                        out = getattr(event.usage, "output_tokens", None)
+                        if out is not None:
+                            usage["output_tokens"] = out
+                    elif kind == "message_stop":
+                        finished = True
+        except sdk.APITimeoutError:
+            raise
+        except sdk.APIConnectionError as exc:  # the connection broke while the answer came in
+            cause = exc.__cause__ or exc
+            raise StreamBroken(f"the stream broke mid-way ({cause or type(cause).__name__})") from exc
+        if not finished:
+            raise StreamBroken("the stream ended before the answer was complete")
+        texts, calls = [], []
+        for _, b in sorted(blocks.items()):
+            if b["type"] == "text":
+                texts.append("".join(b["text"]))
+            elif b["type"] == "tool_use":
+                raw = "".join(b["json"])
+                try:
+                    args = json.loads(raw) if raw else {}
+                except ValueError:
+                    args = raw  # bad JSON: the bridge tells the model so
+                calls.append(ToolCallRequest(id=b["id"], name=b["name"], arguments=args))
+        return LlmReply(text="".join(texts), tool_calls=calls, usage=usage)
 
     async def aclose(self) -> None:
         await self.client.close()

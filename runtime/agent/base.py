@@ -54,16 +54,90 @@ class ProviderError(NodeConfigError):
         super().__init__(redact(f"{provider}: {where}: {message}"))
 
 
+class StreamBroken(Exception):
+    """A streamed answer ended before the server said it was complete (the
+    connection closed, or the stream stopped with no finish reason). The
+    request is retried as a whole, or fails: a half answer is never final."""
+
+
+#: What a provider gives the text of an answer as it streams in. The loop
+#: passes a DeltaCoalescer; a provider calls ``restart(on_delta)`` before
+#: it plays a broken stream again.
+OnDelta = Callable[[str], None]
+
+
 class Provider:
     name = "provider"
 
     async def complete(self, *, system: str, messages: list[dict[str, Any]],
                        tools: list[dict[str, Any]], model: str, temperature: float | None,
-                       max_tokens: int, turn: int = 0) -> LlmReply:
+                       max_tokens: int, turn: int = 0, on_delta: OnDelta | None = None) -> LlmReply:
+        """``on_delta(text)``: called with each piece of the answer's text as
+        it streams in (providers that stream); the reply still carries the
+        whole text."""
         raise NotImplementedError
 
     async def aclose(self) -> None:
         pass
+
+
+def restart(on_delta: OnDelta | None) -> None:
+    """A stream is played again from its start: what was shown of it goes."""
+    again = getattr(on_delta, "restart", None)
+    if again is not None:
+        again()
+
+
+#: The coalescer's clock (a test replaces it with one that counts).
+clock: Callable[[], float] = time.monotonic
+
+#: Seconds between two published deltas of one agent's turn (at most ~20 a second).
+DELTA_INTERVAL = 0.05
+
+
+class DeltaCoalescer:
+    """Buffers a turn's streamed text and hands it to ``publish`` at most once
+    every ``interval`` seconds (whatever arrived since the last time, in one
+    piece), so that a fast model cannot flood the bus. ``flush()`` at the end
+    of the turn publishes the rest. ``restart()`` drops the buffer and
+    publishes an empty text: the stream is being played again from its
+    start, and a viewer clears what it showed of it.
+
+    ``clock`` is read once per piece (tests give one that counts)."""
+
+    def __init__(self, publish: Callable[[str], None], interval: float = DELTA_INTERVAL,
+                 clock: Callable[[], float] | None = None) -> None:
+        self.publish = publish
+        self.interval = interval
+        self.clock = clock or globals()["clock"]
+        self._buffer: list[str] = []
+        self._last: float | None = None
+        self.published = 0
+
+    def __call__(self, text: str) -> None:
+        if not text:
+            return
+        self._buffer.append(text)
+        now = self.clock()
+        if self._last is None or now - self._last >= self.interval:
+            self._last = now
+            self._emit()
+
+    def flush(self) -> None:
+        if self._buffer:
+            self._emit()
+
+    def restart(self) -> None:
+        self._buffer.clear()
+        self._last = None
+        self.publish("")
+        self.published += 1
+
+    def _emit(self) -> None:
+        text = "".join(self._buffer)
+        self._buffer.clear()
+        self.publish(text)
+        self.published += 1
 
 
 def retry_base() -> float:
@@ -162,6 +236,40 @@ def sdk_error(exc: BaseException, status_error: type, conn_error: type,
     if isinstance(exc, conn_error):
         return None, True, _short(str(exc) or type(exc).__name__)
     return None
+
+
+def stream_error(exc: BaseException) -> tuple[int | None, bool, str] | None:
+    """A stream that broke mid-way (closed early, or the connection failed
+    while the answer came in): retryable, as a whole request."""
+    if isinstance(exc, StreamBroken):
+        return None, True, str(exc)
+    for timeout, transport in _http_errors():
+        if isinstance(exc, timeout):
+            return None, True, "timed out: the stream stopped sending"
+        if isinstance(exc, transport):
+            return None, True, _short(f"the stream broke mid-way: {exc or type(exc).__name__}")
+    return None
+
+
+def _http_errors() -> list[tuple[type, type]]:
+    """(timeout, transport) errors of the HTTP clients the SDKs use (httpx,
+    or httpx2 in newer SDKs): raised as they are while a stream is read."""
+    import importlib
+
+    out = []
+    for name in ("httpx2", "httpx"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        out.append((mod.TimeoutException, mod.TransportError))
+    return out
+
+
+def stream_unsupported(exc: ProviderError) -> bool:
+    """The server refused the request for asking to stream (a server or
+    model that cannot): the provider asks again without streaming."""
+    return exc.status in (400, 404, 422, 501) and "stream" in str(exc).lower()
 
 
 def _status_message(exc: BaseException) -> str:

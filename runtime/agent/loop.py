@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..events import LlmRequest, LlmResponse
+from ..events import LlmDelta, LlmRequest, LlmResponse
 from ..message import to_jsonable
 from ..node import NodeConfigError, redact
-from .base import LlmReply, Provider
+from .base import DeltaCoalescer, LlmReply, Provider
 
 if TYPE_CHECKING:
     from ..events import EventBus
@@ -128,12 +128,14 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
                                                    EVENT_TEXT_LIMIT)))
         t0 = time.perf_counter()
         try:
+            deltas = _deltas(bus, agent_id, parent, turn + 1)
             reply: LlmReply = await provider.complete(
                 system=instructions, messages=conversation, tools=functions, model=model,
-                temperature=temperature, max_tokens=max_tokens, turn=turn)
+                temperature=temperature, max_tokens=max_tokens, turn=turn, on_delta=deltas)
         except NodeConfigError as exc:  # ProviderError: the LLM failed
             _name_effects(exc, result.outcomes)
             raise
+        deltas.flush()  # the rest of the streamed text, before the answer
         result.turns = turn + 1
         usage["input_tokens"] += reply.usage.get("input_tokens", 0)
         usage["output_tokens"] += reply.usage.get("output_tokens", 0)
@@ -238,3 +240,15 @@ def _as_seen(instructions: str, conversation: list[dict[str, Any]]) -> list[dict
     if not instructions:
         return conversation
     return [{"role": "system", "content": instructions}, *conversation]
+
+
+def _deltas(bus: EventBus, agent_id: str, parent: str, turn: int) -> DeltaCoalescer:
+    """The turn's text as it streams in, as ``llm.delta`` events: coalesced
+    to at most ~20 a second (a fast model cannot flood the bus). An empty
+    text means the stream is played again from its start (a retry)."""
+    def publish(text: str) -> None:
+        if bus.active:
+            bus.publish(LlmDelta(agent=agent_id, parent=parent, turn=turn,
+                                 text=redact(text) if text else ""))
+
+    return DeltaCoalescer(publish)

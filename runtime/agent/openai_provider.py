@@ -11,9 +11,15 @@ from .base import (
     DEFAULT_MAX_RETRY_WAIT,
     DEFAULT_REQUEST_TIMEOUT,
     LlmReply,
+    OnDelta,
     Provider,
+    ProviderError,
+    StreamBroken,
     ToolCallRequest,
+    restart,
     sdk_error,
+    stream_error,
+    stream_unsupported,
     with_retries,
 )
 
@@ -34,8 +40,11 @@ class OpenAIProvider(Provider):
         # configured (tests keep it tiny).
         self.client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None,
                                          max_retries=0, timeout=request_timeout)
+        #: False once the server refused to stream: plain requests from then on.
+        self.streams = True
 
-    async def complete(self, *, system, messages, tools, model, temperature, max_tokens, turn=0) -> LlmReply:
+    async def complete(self, *, system, messages, tools, model, temperature, max_tokens, turn=0,
+                       on_delta: OnDelta | None = None) -> LlmReply:
         kwargs: dict[str, Any] = {"model": model, "messages": to_openai(system, messages)}
         if tools:
             kwargs["tools"] = tools
@@ -46,12 +55,80 @@ class OpenAIProvider(Provider):
         oa = self._openai
 
         def classify(exc: BaseException):
-            return sdk_error(exc, oa.APIStatusError, oa.APIConnectionError,
-                             oa.APITimeoutError, self.request_timeout)
+            return stream_error(exc) or sdk_error(exc, oa.APIStatusError, oa.APIConnectionError,
+                                                  oa.APITimeoutError, self.request_timeout)
 
+        if on_delta is not None and self.streams:
+            attempts = 0
+
+            async def attempt() -> LlmReply:
+                nonlocal attempts
+                attempts += 1
+                if attempts > 1:
+                    restart(on_delta)
+                return await self._stream(kwargs, on_delta)
+
+            try:
+                return await with_retries(self.name, attempt, classify, self.retries,
+                                          self.max_retry_wait)
+            except ProviderError as exc:
+                if not stream_unsupported(exc):
+                    raise
+                self.streams = False  # the server said it cannot stream: ask plainly
         resp = await with_retries(self.name, lambda: self.client.chat.completions.create(**kwargs),
                                   classify, self.retries, self.max_retry_wait)
         return from_openai(resp)
+
+    async def _stream(self, kwargs: dict[str, Any], on_delta: OnDelta) -> LlmReply:
+        """One streamed request: text pieces to ``on_delta``, tool-call
+        arguments assembled from theirs, usage from the last chunk. A server
+        that answers with a plain body (it does not stream) is read as one."""
+        stream = await self.client.chat.completions.create(
+            **kwargs, stream=True, stream_options={"include_usage": True})
+        response = stream.response
+        if "json" in response.headers.get("content-type", ""):
+            await response.aread()
+            return from_openai(self._openai.types.chat.ChatCompletion.model_validate(response.json()))
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        usage = None
+        finished = False
+        sdk = self._openai
+        try:
+            async with stream:
+                async for chunk in stream:
+                    if chunk.usage is not None:
+                        usage = chunk.usage
+                    for choice in chunk.choices or []:
+                        delta = choice.delta
+                        if delta is not None and delta.content:
+                            text.append(delta.content)
+                            on_delta(delta.content)
+                        for tc in (getattr(delta, "tool_calls", None) or []):
+                            call = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": []})
+                            if tc.id:
+                                call["id"] = tc.id
+                            fn = tc.function
+                            if fn is not None:
+                                if fn.name:
+                                    call["name"] = fn.name
+                                if fn.arguments:
+                                    call["arguments"].append(fn.arguments)
+                        if choice.finish_reason:
+                            finished = True
+        except sdk.APITimeoutError:
+            raise
+        except sdk.APIConnectionError as exc:  # the connection broke while the answer came in
+            cause = exc.__cause__ or exc
+            raise StreamBroken(f"the stream broke mid-way ({cause or type(cause).__name__})") from exc
+        if not finished:
+            raise StreamBroken("the stream ended before the answer was complete")
+        return LlmReply(
+            text="".join(text),
+            tool_calls=[ToolCallRequest(id=c["id"], name=c["name"], arguments="".join(c["arguments"]))
+                        for _, c in sorted(calls.items()) if c["name"]],
+            usage={"input_tokens": getattr(usage, "prompt_tokens", 0) or 0,
+                   "output_tokens": getattr(usage, "completion_tokens", 0) or 0})
 
     async def aclose(self) -> None:
         await self.client.close()

@@ -15,10 +15,14 @@ empty final answer."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ..node import NodeConfigError
-from .base import LlmReply, Provider, ToolCallRequest
+from .base import LlmReply, OnDelta, Provider, ToolCallRequest
+
+#: Pieces a scripted answer's text streams in (so the designer shows it grow offline).
+STREAM_PIECES = 4
 
 
 def script_problems(script: Any) -> list[str]:
@@ -53,7 +57,8 @@ class ScriptedProvider(Provider):
             raise NodeConfigError("script: " + "; ".join(problems))
         self.script: list[dict[str, Any]] = list(script or [])
 
-    async def complete(self, *, system, messages, tools, model, temperature, max_tokens, turn=0) -> LlmReply:
+    async def complete(self, *, system, messages, tools, model, temperature, max_tokens, turn=0,
+                       on_delta: OnDelta | None = None) -> LlmReply:
         # Stateless: the loop says which turn this is (the number of answers
         # so far), so one node can serve many messages at once.
         if turn >= len(self.script):
@@ -65,6 +70,11 @@ class ScriptedProvider(Provider):
         text = step.get("text", "")
         if text and "{" in text:
             text = self._fill(text, messages)
+        if on_delta is not None and text:
+            size = -(-len(text) // STREAM_PIECES)
+            for at in range(0, len(text), size):
+                on_delta(text[at:at + size])
+                await asyncio.sleep(0)  # let whoever watches see the pieces arrive
         usage = step.get("usage") or {}
         return LlmReply(text=text, tool_calls=calls,
                         usage={"input_tokens": int(usage.get("input_tokens", 0)),
