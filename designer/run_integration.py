@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject, QSettings, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QLabel, QMenu, QMessageBox
 
+from runtime.cost import summary as cost_summary
 from runtime.engine import RunResult
 from runtime.events import Event
 from runtime.flow import Problem
@@ -326,6 +327,9 @@ class RunSession(QObject):
         text = f"{words.get(result.status, result.status)} in {fmt_duration(result.duration_ms)}"
         if result.errors:
             text += f" · {result.errors} error{'s' if result.errors != 1 else ''}"
+        spent = cost_summary(result.usage, result.cost_usd, result.tool_cost_usd)
+        if spent:
+            text += f" · {spent}"  # "$0.0110 · 4,300 tokens"
         if result.reason == "failed" and result.message:
             text += f" · {result.message}"  # a bound ended it: "message storm at loop: ..."
         self._set_status(result.status, text)

@@ -251,3 +251,32 @@ class AgentMeter:
             usd = tool_cost(data)
             if usd is not None and self.run is not None:
                 self.run.add_tool_cost(usd)
+
+
+def fmt_usd(usd: float | None) -> str:
+    """"$0.0042", "$0.125", "$3.20"; "" for None (no price)."""
+    if usd is None:
+        return ""
+    if usd == 0:
+        return "$0"
+    if usd < 0.01:
+        return f"${usd:.4f}"
+    if usd < 1:
+        return f"${usd:.3f}"
+    return f"${usd:,.2f}"
+
+
+def summary(usage: dict[str, Any] | None, cost_usd: float | None, tool_cost_usd: float = 0.0) -> str:
+    """A run's cost in a few words, for the status bar and the history:
+    "$0.0110 · 4,300 tokens · tools $0.25"; "" when it used no LLM and no
+    paid tool. Tokens without a USD figure: some model had no price."""
+    usage = usage or {}
+    tokens = int(usage.get("input_tokens", 0) or 0) + int(usage.get("output_tokens", 0) or 0)
+    parts = []
+    if cost_usd is not None:
+        parts.append(fmt_usd(cost_usd))
+    if tokens:
+        parts.append(f"{tokens:,} tokens")
+    if tool_cost_usd:
+        parts.append(f"tools {fmt_usd(tool_cost_usd)}")
+    return " · ".join(parts)

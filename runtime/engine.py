@@ -195,6 +195,11 @@ class RunResult:
     reason: str = "completed"  # completed | failed | timeout | interrupted
     message: str = ""  # why, when a bound or a signal ended the run
     in_flight: dict[str, int] = field(default_factory=dict)  # node id -> unfinished messages
+    #: LLM tokens and USD of the whole run (None: no request, or a model
+    #: without a price), and what tool results reported they cost.
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float | None = None
+    tool_cost_usd: float = 0.0
 
 
 class Engine:
@@ -445,16 +450,18 @@ class Engine:
         cost = self.cost
         if cost.exceeded and not self._message:
             self._message = cost.exceeded  # a budget stopped an agent: say which
+        spent = {"usage": dict(cost.run.usage) if cost.run.requests else {},
+                 "cost_usd": cost.run.known_cost if cost.run.requests else None,
+                 "tool_cost_usd": round(cost.tool_cost_usd, 10)}
         if self.bus.active:
             self.bus.publish(self.stats())
             self.bus.publish(RunFinished(
                 status=status, reason=reason, message=self._message,  # type: ignore[arg-type]
                 in_flight=self._in_flight, duration_ms=duration, errors=self._uncaught,
-                usage=dict(cost.run.usage) if cost.run.requests else {},
-                cost_usd=cost.run.known_cost if cost.run.requests else None,
-                tool_cost_usd=round(cost.tool_cost_usd, 10)))
+                **spent))
         return RunResult(status=status, errors=self._uncaught, duration_ms=duration,
-                         reason=reason, message=self._message, in_flight=self._in_flight)
+                         reason=reason, message=self._message, in_flight=self._in_flight,
+                         **spent)
 
     def _spawn(self, coro: Any, rt: NodeRuntime) -> asyncio.Task | None:
         if self._done.done():  # type: ignore[union-attr]

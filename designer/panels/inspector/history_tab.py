@@ -20,12 +20,41 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from runtime.cost import fmt_usd
+from runtime.cost import summary as cost_summary
+from runtime.events import RunFinished, parse_event
+
 from .common import COLORS, color, fmt_duration, hint_label
 
 if TYPE_CHECKING:
     from runtime.history import History, RunInfo
 
 RUN_ROLE = Qt.ItemDataRole.UserRole + 40
+COST_COLUMN = 5
+
+
+def run_costs(history: History, run_ids: list[str]) -> dict[str, RunFinished]:
+    """Each finished run's run.finished event, which carries its cost: the
+    run's last stored event (kept even past the event cap), one indexed
+    look-up per run."""
+    out: dict[str, RunFinished] = {}
+    db = history._db
+    for run_id in run_ids:
+        row = db.execute("SELECT type, data FROM events WHERE run_id=? ORDER BY seq DESC LIMIT 1",
+                         (run_id,)).fetchone()
+        if row and row[0] == "run.finished":
+            try:
+                event = parse_event(row[1])
+            except ValueError:
+                continue
+            if isinstance(event, RunFinished):
+                out[run_id] = event
+    return out
+
+
+def _tokens(usage: dict) -> str:
+    n = int(usage.get("input_tokens", 0) or 0) + int(usage.get("output_tokens", 0) or 0)
+    return f"{n:,} tok" if n else ""
 
 
 def fmt_started(ts: float) -> str:
@@ -43,11 +72,12 @@ class HistoryTab(QWidget):
         super().__init__(parent)
         self.history = history
         self.tree = QTreeWidget()
-        self.tree.setHeaderLabels(["Started", "Flow", "Duration", "Status", "Errors", "Events"])
+        self.tree.setHeaderLabels(["Started", "Flow", "Duration", "Status", "Errors", "Cost",
+                                   "Events"])
         self.tree.setRootIsDecorated(False)
         self.tree.setAlternatingRowColors(True)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        for col, width in enumerate((170, 260, 90, 100, 60)):
+        for col, width in enumerate((170, 260, 90, 100, 60, 90)):
             self.tree.setColumnWidth(col, width)
         self.tree.itemActivated.connect(lambda item: self.open_requested.emit(item.data(0, RUN_ROLE)))
         self.tree.itemSelectionChanged.connect(self._selection_changed)
@@ -91,14 +121,15 @@ class HistoryTab(QWidget):
             self.where.setText(str(self.history.path))
         selected = {i.data(0, RUN_ROLE) for i in self.tree.selectedItems()}
         self.tree.clear()
+        spent = run_costs(self.history, [r.id for r in runs]) if self.history is not None else {}
         for run in runs:
             item = QTreeWidgetItem(self.tree)
-            self._fill(item, run)
+            self._fill(item, run, spent.get(run.id))
             item.setSelected(run.id in selected)
         self.stack.setCurrentIndex(1 if runs else 0)
         self._selection_changed()
 
-    def _fill(self, item: QTreeWidgetItem, run: RunInfo) -> None:
+    def _fill(self, item: QTreeWidgetItem, run: RunInfo, finished: RunFinished | None) -> None:
         item.setData(0, RUN_ROLE, run.id)
         item.setText(0, fmt_started(run.started))
         item.setToolTip(0, f"run {run.id}")
@@ -108,7 +139,13 @@ class HistoryTab(QWidget):
         item.setText(3, run.status)
         item.setForeground(3, QBrush(color(run.status)))
         item.setText(4, str(run.errors) if run.errors else "")
-        item.setText(5, f"{run.events:,}" + (f" (+{run.dropped:,} not kept)" if run.dropped else ""))
+        if finished is not None:
+            # USD where every model had a price; else the tokens alone
+            item.setText(COST_COLUMN, fmt_usd(finished.cost_usd) or _tokens(finished.usage))
+            item.setToolTip(COST_COLUMN, cost_summary(finished.usage, finished.cost_usd,
+                                                      finished.tool_cost_usd)
+                            or "no LLM request and no paid tool")
+        item.setText(6, f"{run.events:,}" + (f" (+{run.dropped:,} not kept)" if run.dropped else ""))
 
     def run_ids(self) -> list[str]:
         return [self.tree.topLevelItem(i).data(0, RUN_ROLE)
