@@ -162,6 +162,19 @@ class NodeRuntime:
         if bus.active:
             bus.publish(NodeStatus(node=self.id, text=text, color=color or "", state=state))  # type: ignore[arg-type]
 
+    def progress(self, fraction: float | None, text: str = "") -> None:
+        """A node's progress: a ``tool.status`` of the tool call it runs for
+        (throttled there), else its status line ("40% page 2 of 5")."""
+        from .node import TOOL_CALL
+
+        call = TOOL_CALL.get()
+        if call is not None and call.node == self.id:
+            call.progress(fraction, text)
+            return
+        shown = " ".join(x for x in (f"{fraction:.0%}" if fraction is not None else "",
+                                     redact(text)) if x)
+        self.status(shown, "blue", "running")
+
     def debug(self, value: Any, msg: dict | None = None) -> None:
         bus = self.engine.bus
         if bus.active:

@@ -57,10 +57,14 @@ class ToolOverride(BaseModel):
     #: LLM answer; past them a call is refused with a reason the LLM reads.
     max_calls_per_run: int | None = Field(default=None, ge=1, le=1_000_000)
     max_calls_per_turn: int | None = Field(default=None, ge=1, le=1000)
+    #: Calls return at once with a tracking id and the work goes on as a task
+    #: of the run (unset: as the node's author declared, Node.background).
+    background: bool | None = None
 
     def is_set(self) -> bool:
         return any(v is not None for v in (self.name, self.description, self.approval,
-                                           self.max_calls_per_run, self.max_calls_per_turn))
+                                           self.max_calls_per_run, self.max_calls_per_turn,
+                                           self.background))
 
 
 class FlowNode(BaseModel):

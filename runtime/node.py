@@ -10,6 +10,7 @@ the current mode wants it.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import logging
 import os
@@ -63,8 +64,11 @@ class NodeConfigError(Exception):
 class Tool:
     """Declares that a node can serve as an LLM tool."""
 
-    def __init__(self, name: str, description: str) -> None:
+    def __init__(self, name: str, description: str, *, background: bool = False) -> None:
         self.spec = ToolSpec(name=name, description=description)
+        #: Calls return at once with a tracking id; the work goes on as a
+        #: task of the run (Node.background, set by @node).
+        self.background = background
 
 
 def _param_type(t: Any) -> ParamType:
@@ -444,9 +448,16 @@ class NodeServices(Protocol):
 
     def log(self, text: str, level: str = "info") -> None: ...
 
+    def progress(self, fraction: float | None, text: str = "") -> None: ...
+
     def resource(self, key: str, make: Callable[[], Any],
                  close: Callable[[Any], Any] | None = None) -> Any: ...
 
+
+#: The tool call the current task runs a node for (runtime.tools sets it):
+#: where ``Node.progress`` goes. An object with ``node`` and ``progress()``.
+TOOL_CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("switchboard_tool_call",
+                                                                default=None)
 
 #: Every class ``@node`` declared in this process, by type id; the registry
 #: picks a package's classes from here after importing the package.
@@ -473,6 +484,10 @@ class Node:
     #: author promises it returns quickly. From the thread, touch only the
     #: message: no ``send``, status or debug.
     blocking: ClassVar[bool] = False
+    #: As a tool, a call returns at once with a tracking id while the work
+    #: goes on as a task of the run (a crawl, a booking, a long export); the
+    #: agent learns the result later. A flow may override it (tool.background).
+    background: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -553,6 +568,23 @@ class Node:
         if self._rt is not None:
             self._rt.debug(value, msg)
 
+    def progress(self, fraction: float | None, text: str = "") -> None:
+        """Report how far the work is (``fraction`` 0..1, or None when not
+        known) and a short text ("page 2 of 5"). Inside a tool call it
+        becomes a ``tool.status`` progress event of that call (at most a
+        few per second); otherwise the node's status line. Call it from
+        the event loop's thread (``on_message``), not from run_blocking."""
+        if fraction is not None:
+            fraction = min(1.0, max(0.0, float(fraction)))
+        if self._rt is None:
+            return
+        report = getattr(self._rt, "progress", None)
+        if report is not None:
+            report(fraction, text)
+        else:  # services without progress (a plugin process): the status line
+            done = f"{fraction:.0%}" if fraction is not None else ""
+            self._rt.status(" ".join(x for x in (done, text) if x), "blue", "running")
+
     def log(self, text: str, level: str = "info") -> None:
         log.log(logging.getLevelName(level.upper()), "%s: %s", self.id, text)
         if self._rt is not None:
@@ -617,6 +649,8 @@ def node(
             source=cls.generate is not Node.generate,
             package=cls.__module__.split(".")[0] if "." in cls.__module__ else cls.__module__,
         )
+        if tool is not None and tool.background:
+            cls.background = True
         DECLARED[type_id] = cls
         return cls
 

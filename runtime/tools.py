@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from .approval import ApprovalPolicy, ApprovalRequest, default_policy, people_of
 from .arguments import _parse, event_args, masked, preview, short
-from .events import NodeStatus, ToolApproval, ToolCall, ToolDecision, ToolResult
+from .events import NodeStatus, ToolApproval, ToolCall, ToolDecision, ToolResult, ToolStatus
 from .message import (
     AGENT_NODE_ID,
     MESSAGE_TYPE,
@@ -50,7 +50,7 @@ from .message import (
     deep_copy,
     to_jsonable,
 )
-from .node import NodeConfigError, redact
+from .node import TOOL_CALL, NodeConfigError, redact
 from .spec import JSON_TYPES, NodeSpec, ParamType, Scope
 
 if TYPE_CHECKING:
@@ -66,6 +66,21 @@ MAX_TOOL_CALLS_PER_TURN = 16
 #: The tool a child agent (an agent used as another's tool) ends its task with.
 HANDOFF = "handoff"
 MAX_HANDOFF_DOCUMENTS = 50
+#: The tools an agent gets while it has background tasks.
+TASK_STATUS = "task_status"
+TASK_CANCEL = "task_cancel"
+#: Background tasks one agent may have going at once (ToolBridge.max_background).
+MAX_BACKGROUND_TASKS = 4
+#: Least seconds between two progress events of one call (the last one
+#: before a call ends is dropped if it came too soon: the end says more).
+PROGRESS_INTERVAL = 0.25
+TRACKING_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"tracking_id": {"type": "string",
+                                   "description": "The tracking_id the tool call returned"}},
+    "required": ["tracking_id"],
+    "additionalProperties": False,
+}
 # -- schemas ----------------------------------------------------------------
 
 def ai_params(spec: NodeSpec, fnode: FlowNode) -> list[tuple[Any, Any]]:
@@ -164,6 +179,8 @@ class ToolDef:
     policy: ApprovalPolicy = field(default_factory=lambda: ApprovalPolicy(mode="never"))
     max_per_run: int | None = None
     max_per_turn: int | None = None
+    #: Calls return at once with a tracking id (set by ToolBridge).
+    background: bool = False
 
     @property
     def validator(self) -> Any:
@@ -383,6 +400,10 @@ class ToolOutcome:
     ms: float = 0.0
     #: The arguments broke a bound and ``args`` holds a short preview of them.
     bounded: bool = False
+    #: A background call's id (its "started" answer and its final result).
+    tracking_id: str = ""
+    #: The call was cancelled (the run stopped, task_cancel): status "error".
+    cancelled: bool = False
 
     def content(self) -> str:
         """The text the LLM gets back; a secret a node put in its outputs is
@@ -439,19 +460,112 @@ def _resume(coro: Any, pending: Any) -> Any:
 class _Running:
     """A tool call whose node did not finish in its first step."""
 
-    __slots__ = ("call_id", "caller_id", "name", "node_id", "args", "t0", "step", "pending")
+    __slots__ = ("call_id", "caller_id", "name", "node_id", "args", "t0", "step", "pending",
+                 "status", "cancel_reason")
 
     def __init__(self, call_id: str, caller_id: str, name: str, node_id: str, args: Any,
-                 t0: float) -> None:
+                 t0: float, status: CallStatus | None = None) -> None:
         self.call_id, self.caller_id, self.name = call_id, caller_id, name
         self.node_id, self.args, self.t0 = node_id, args, t0
         self.step: Any = None
         self.pending: Any = None
+        self.status = status
+        self.cancel_reason = "cancelled: the run stopped"
 
-    def outcome(self, status: str, *, data: Any = None, error: str = "") -> ToolOutcome:
+    def outcome(self, status: str, *, data: Any = None, error: str = "",
+                cancelled: bool = False) -> ToolOutcome:
         return ToolOutcome(self.call_id, self.caller_id, self.name, self.node_id, self.args,
                            status, data=data, error=error,
-                           ms=(time.perf_counter() - self.t0) * 1000)
+                           ms=(time.perf_counter() - self.t0) * 1000,
+                           tracking_id=self.status.tracking_id if self.status else "",
+                           cancelled=cancelled)
+
+
+class CallStatus:
+    """One tool call's live status: publishes its ``tool.status`` phases and
+    its node's progress (``Node.progress``, at most one event per
+    PROGRESS_INTERVAL seconds), and keeps the last of them for task_status."""
+
+    __slots__ = ("bus", "agent", "node", "tool", "caller_id", "parent", "tracking_id", "phase",
+                 "fraction", "text", "_last")
+
+    #: The clock the throttle reads (a test may replace it).
+    clock: Callable[[], float] = staticmethod(time.monotonic)
+
+    def __init__(self, bus: Any, agent: str, node: str, tool: str, caller_id: str,
+                 parent: str = "") -> None:
+        self.bus, self.agent, self.node, self.tool = bus, agent, node, tool
+        self.caller_id, self.parent, self.tracking_id = caller_id, parent, ""
+        self.phase = ""
+        self.fraction: float | None = None
+        self.text = ""
+        self._last = float("-inf")
+
+    def publish(self, phase: str, *, fraction: float | None = None, text: str = "") -> None:
+        if phase != "progress":
+            self.phase = phase
+        if self.bus.active:
+            self.bus.publish(ToolStatus(agent=self.agent, node=self.node, tool=self.tool,
+                                        caller_id=self.caller_id, phase=phase,  # type: ignore[arg-type]
+                                        progress=fraction, text=text,
+                                        tracking_id=self.tracking_id, parent=self.parent))
+
+    def progress(self, fraction: float | None, text: str = "") -> None:
+        text = redact(short(str(text), 200))
+        self.fraction, self.text = fraction, text
+        now = self.clock()
+        if now - self._last < PROGRESS_INTERVAL:
+            return
+        self._last = now
+        self.publish("progress", fraction=fraction, text=text)
+
+
+class _Job:
+    """A background call: its task, and how it ended."""
+
+    __slots__ = ("tracking_id", "started", "status", "task", "outcome", "reported")
+
+    def __init__(self, tracking_id: str, started: Any, status: CallStatus) -> None:
+        self.tracking_id, self.started, self.status = tracking_id, started, status
+        self.task: asyncio.Task | None = None
+        self.outcome: ToolOutcome | None = None
+        self.reported = False
+
+    @property
+    def done(self) -> bool:
+        return self.outcome is not None
+
+    def state(self) -> dict[str, Any]:
+        """What task_status answers."""
+        out: dict[str, Any] = {"tracking_id": self.tracking_id, "tool": self.status.tool}
+        o = self.outcome
+        if o is None:
+            out["status"] = self.status.phase or "queued"
+            if self.status.fraction is not None:
+                out["progress"] = round(self.status.fraction, 3)
+            if self.status.text:
+                out["text"] = self.status.text
+            return out
+        out["status"] = _final_phase(o)
+        if o.status == "success":
+            out["result"] = to_jsonable(o.data)
+        else:
+            out["error"] = o.error
+        return out
+
+    def note(self) -> str:
+        """The line the agent's conversation gets when the task has ended."""
+        o = self.outcome
+        assert o is not None
+        body = o.content()
+        return (f"[background task {self.tracking_id} ({self.status.tool}) "
+                f"{_final_phase(o)}: {short(body, 4000)}]")
+
+
+def _final_phase(o: ToolOutcome) -> str:
+    if o.status == "success":
+        return "succeeded"
+    return "cancelled" if o.cancelled else "failed"
 
 
 @dataclass(slots=True)
@@ -470,12 +584,23 @@ class AgentCalls:
 class _Waiting:
     """A valid call whose node must wait for a person's decision."""
 
-    __slots__ = ("call_id", "caller_id", "tool", "args", "t0", "reason", "parent")
+    __slots__ = ("call_id", "caller_id", "tool", "args", "t0", "reason", "parent", "status")
 
     def __init__(self, call_id: str, caller_id: str, tool: ToolDef, args: dict, t0: float,
-                 reason: str, parent: str) -> None:
+                 reason: str, parent: str, status: CallStatus) -> None:
         self.call_id, self.caller_id, self.tool = call_id, caller_id, tool
         self.args, self.t0, self.reason, self.parent = args, t0, reason, parent
+        self.status = status
+
+
+async def _cancel_all(tasks: set[asyncio.Task]) -> None:
+    """The run ended: cancel the background tasks still going, and let each
+    record its cancellation (its node sees CancelledError)."""
+    going = [t for t in tasks if not t.done()]
+    for t in going:
+        t.cancel()
+    if going:
+        await asyncio.wait(going)
 
 
 def _run_counts(engine: Any) -> dict[str, int]:
@@ -496,17 +621,156 @@ class ToolBridge:
         self.agent_id = agent_id
         self.tools: dict[str, ToolDef] = {}
         for t in agent_tools(engine.flow, agent_id, engine.registry):
+            fnode = engine.flow.node(t.node_id)
+            override = fnode.tool.background if fnode is not None and fnode.tool else None
+            rt = engine.nodes.get(t.node_id) if hasattr(engine, "nodes") else None
+            t.background = bool(override if override is not None
+                                else getattr(getattr(rt, "node", None), "background", False))
             self.tools[t.name] = t
         self.functions = [t.function for t in self.tools.values()]
         self.names = list(self.tools)
+        #: Background calls of this agent in this run, by tracking id.
+        self.jobs: dict[str, _Job] = {}
+        #: Most background tasks going at once; past it a call is refused.
+        self.max_background = MAX_BACKGROUND_TASKS
+        #: Wake the agent with a new turn when a background task ends
+        #: (else it learns of it on its next turn).
+        self.wake_on_background = False
+        self._ended = asyncio.Event()
+        self._live: dict[str, CallStatus] = {}  # caller id -> its status, until it ends
 
     def functions_for(self, state: AgentCalls | None) -> list[dict]:
-        """The functions the LLM is offered: a child agent also gets handoff."""
+        """The functions the LLM is offered: a child agent also gets handoff;
+        an agent with background tasks gets task_status and task_cancel."""
+        out = self.functions
         if state is not None and state.parent and HANDOFF not in self.tools:
-            return [*self.functions, function_spec(
+            out = [*out, function_spec(
                 HANDOFF, "End your task and hand your result (and any workspace documents) to "
                 "the agent that gave it to you", HANDOFF_SCHEMA)]
-        return self.functions
+        if self.jobs:
+            out = [*out, *(function_spec(n, d, TRACKING_SCHEMA) for n, d in (
+                (TASK_STATUS, "The status, progress or result of a background task"),
+                (TASK_CANCEL, "Cancel a background task that is still going"))
+                if n not in self.tools)]
+        return out
+
+    # -- background tasks ----------------------------------------------------
+    def pending(self) -> list[_Job]:
+        """Background tasks still going."""
+        return [j for j in self.jobs.values() if not j.done]
+
+    def take_ended(self) -> list[str]:
+        """Notes on the background tasks that ended since last asked (and
+        whose result task_status did not already give): for the agent's
+        conversation."""
+        out = []
+        for j in self.jobs.values():
+            if j.done and not j.reported:
+                j.reported = True
+                out.append(j.note())
+        self._ended.clear()
+        return out
+
+    def should_wake(self) -> bool:
+        """The agent must not finish yet: wake is on and a background task
+        is going, or ended and the agent has not heard of it."""
+        return self.wake_on_background and any(
+            not j.done or not j.reported for j in self.jobs.values())
+
+    async def wait_ended(self) -> None:
+        """Until a background task ends (the runtime's loop runs it meanwhile)."""
+        while self.pending() and not any(j.done and not j.reported for j in self.jobs.values()):
+            self._ended.clear()
+            await self._ended.wait()
+
+    def _start_background(self, base: dict, call_id: str, name: str, raw: Any,
+                          parent: str) -> ToolOutcome:
+        """A background call: checked now (a refusal is answered at once),
+        then run as a task of the run; answered with its tracking id."""
+        going = self.pending()
+        if len(going) >= self.max_background:
+            return self.refuse(call_id, name, raw, (
+                f"this agent already has {len(going)} background tasks going, its limit "
+                f"(max_background_tasks={self.max_background}); wait for one to end or cancel "
+                "one with task_cancel"), parent)
+        started = self._begin(base, call_id, name, raw, parent, defer=True)
+        if isinstance(started, ToolOutcome):
+            return started
+        status = started.status
+        tracking_id = "task-" + started.caller_id
+        status.tracking_id = tracking_id
+        job = _Job(tracking_id, started, status)
+        self.jobs[tracking_id] = job
+        job.task = asyncio.get_running_loop().create_task(
+            self._run_job(base, job, parent), name=f"background {name} {tracking_id}")
+        # The run's end cancels what is still going and records it.
+        self.engine.resource("background-tasks", set, _cancel_all).add(job.task)
+        data = {"status": "started", "tracking_id": tracking_id,
+                "message": f"{name} started in the background; its result will be reported "
+                           f"when it ends (task_status / task_cancel with this tracking_id)"}
+        tool = self.tools[name]
+        return ToolOutcome(call_id, started.caller_id, name, tool.node_id, started.args,
+                           "success", data=data, tracking_id=tracking_id)
+
+    async def _run_job(self, base: dict, job: _Job, parent: str) -> None:
+        started, tool = job.started, self.tools[job.status.tool]
+        try:
+            if isinstance(started, _Waiting):
+                started = await self._approve(base, started)
+            elif isinstance(started, _Running):
+                started = self._start(base, started, tool, parent)
+            if isinstance(started, _Running):
+                job.started = started
+                started = await self._wait(started, None, parent)
+            job.outcome = started
+        except asyncio.CancelledError:
+            if job.outcome is None:
+                why = (started.cancel_reason if isinstance(started, _Running)
+                       else "cancelled: the run stopped")
+                out = ToolOutcome("", job.status.caller_id, tool.name, tool.node_id,
+                                  started.args, "error", error=why, tracking_id=job.tracking_id,
+                                  cancelled=True)
+                if job.status.caller_id in self._live:  # not yet published by _wait
+                    self._published(out, parent)
+                job.outcome = out
+        finally:
+            if job.outcome is None:  # an unexpected error in our own code
+                job.outcome = ToolOutcome("", job.status.caller_id, tool.name, tool.node_id,
+                                          None, "error", error="the background task failed",
+                                          tracking_id=job.tracking_id)
+            self._ended.set()
+
+    async def _task_tool(self, call_id: str, name: str, raw: Any, parent: str) -> ToolOutcome:
+        """task_status / task_cancel, answered here."""
+        args, why, bounded = _parse(raw)
+        caller_id = new_caller_id()
+        if self.engine.bus.active:
+            self.engine.bus.publish(ToolCall(agent=self.agent_id, tool=name, caller_id=caller_id,
+                                             parent=parent, args=event_args(args, checked=True)))
+        job = None
+        if why is None:
+            tid = args.get("tracking_id") if isinstance(args, dict) else None
+            job = self.jobs.get(tid) if isinstance(tid, str) else None
+            if job is None:
+                known = ", ".join(self.jobs) or "none"
+                why = (f"no background task with tracking_id {preview(tid)} "
+                       f"(this agent's: {short(known, 500)})")
+        if why is not None or job is None:
+            out = ToolOutcome(call_id, caller_id, name, "", args, "refused", error=why or "",
+                              bounded=bounded)
+        else:
+            if name == TASK_CANCEL and not job.done and job.task is not None:
+                if isinstance(job.started, _Running):
+                    job.started.cancel_reason = "cancelled by the agent (task_cancel)"
+                job.task.cancel()
+                await asyncio.wait([job.task])  # the node's cleanup runs on this loop
+            state = job.state()
+            if job.done:
+                job.reported = True  # the agent has it now: no note later
+            out = ToolOutcome(call_id, caller_id, name, "", args, "success", data=state,
+                              tracking_id=job.tracking_id)
+        self._published(out, parent)
+        return out
 
     async def call_many(self, base: dict, calls: list[Any], timeout: float | None,
                         max_calls: int | None = MAX_TOOL_CALLS_PER_TURN,
@@ -523,6 +787,9 @@ class ToolBridge:
         for i, (call_id, name, raw) in enumerate(calls):
             if state is not None and state.parent and name == HANDOFF and HANDOFF not in self.tools:
                 refused[i] = self._handoff(state, call_id, raw)
+                continue
+            if name in (TASK_STATUS, TASK_CANCEL) and name not in self.tools and self.jobs:
+                refused[i] = await self._task_tool(call_id, name, raw, parent)
                 continue
             tool = self.tools.get(name)
             why = None
@@ -545,6 +812,8 @@ class ToolBridge:
                 counts[tool.node_id] = counts.get(tool.node_id, 0) + 1
             if state is not None:
                 state.count += 1
+            if tool is not None and tool.background:
+                refused[i] = self._start_background(base, call_id, name, raw, parent)
         pending = [(i, c) for i, c in enumerate(calls) if i not in refused]
         if refused:
             calls = [c for _, c in pending]
@@ -657,6 +926,7 @@ class ToolBridge:
         then run it, with the edited arguments if they were edited (checked
         against the same schema), or answer the LLM with the rejection."""
         tool, bus, t0 = w.tool, self.engine.bus, time.perf_counter()
+        w.status.publish("waiting_approval")
         confirm = [a for a in tool.policy.confirm if a in tool.schema.get("properties", {})]
         request = ApprovalRequest(caller_id=w.caller_id, agent=self.agent_id, node=tool.node_id,
                                   tool=tool.name, args=w.args, reason=w.reason, confirm=confirm,
@@ -697,11 +967,12 @@ class ToolBridge:
                               error=redact(error), ms=(time.perf_counter() - w.t0) * 1000)
             self._published(out, w.parent)
             return out
-        running = _Running(w.call_id, w.caller_id, tool.name, tool.node_id, args, w.t0)
+        running = _Running(w.call_id, w.caller_id, tool.name, tool.node_id, args, w.t0,
+                           w.status)
         return self._start(base, running, tool, w.parent)
 
     def _begin(self, base: dict, call_id: str, name: str, raw_args: Any,
-               parent: str = "") -> ToolOutcome | _Running | _Waiting:
+               parent: str = "", *, defer: bool = False) -> ToolOutcome | _Running | _Waiting:
         """A call's checks, events and request, and the tool's first step,
         run now: a ToolOutcome if that settled it, else the call still going.
         The first step needs no timer: nothing could interrupt it anyway."""
@@ -728,10 +999,15 @@ class ToolBridge:
                               bounded=bounded)
             self._published(out, parent)
             return out
+        status = CallStatus(bus, self.agent_id, node_id, name, caller_id, parent)
+        self._live[caller_id] = status
+        status.publish("queued")
         reason = tool.policy.reason(args)  # type: ignore[union-attr]
         if reason is not None:
-            return _Waiting(call_id, caller_id, tool, args, t0, reason, parent)  # type: ignore[arg-type]
-        running = _Running(call_id, caller_id, name, node_id, args, t0)
+            return _Waiting(call_id, caller_id, tool, args, t0, reason, parent, status)  # type: ignore[arg-type]
+        running = _Running(call_id, caller_id, name, node_id, args, t0, status)
+        if defer:  # a background call: its task takes the first step
+            return running
         return self._start(base, running, tool, parent)  # type: ignore[arg-type]
 
     def _start(self, base: dict, running: _Running, tool: ToolDef,
@@ -739,15 +1015,21 @@ class ToolBridge:
         """The tool's first step, now: settled, or the call still going."""
         running.step = self.engine.run_as_tool(
             tool.node_id, self.request(base, running.caller_id, tool, running.args))
+        if running.status is not None:
+            running.status.publish("running")
+        token = TOOL_CALL.set(running.status)
         try:
             running.pending = running.step.send(None)
         except StopIteration as done:
             return self._settled(running, done.value, parent)
+        finally:
+            TOOL_CALL.reset(token)
         return running
 
     async def _wait(self, r: _Running, timeout: float | None, parent: str = "") -> ToolOutcome:
         """The rest of a call that suspended in its first step, under its
         timeout (entered here, in the task that awaits the call)."""
+        token = TOOL_CALL.set(r.status)
         try:
             if timeout:
                 async with asyncio.timeout(timeout):
@@ -758,11 +1040,13 @@ class ToolBridge:
             out = r.outcome("error", error=f"the tool did not finish within {timeout:g} s "
                                            "(tool_timeout_seconds) and was cancelled")
         except asyncio.CancelledError:
-            out = r.outcome("error", error="cancelled: the run stopped")
+            out = r.outcome("error", error=r.cancel_reason, cancelled=True)
             self._published(out, parent)
             raise
         else:
             return self._settled(r, resp, parent)
+        finally:
+            TOOL_CALL.reset(token)
         self._published(out, parent)
         return out
 
@@ -794,7 +1078,10 @@ class ToolBridge:
             bus.publish(ToolResult(agent=self.agent_id, node=out.node, tool=out.tool,
                                    caller_id=out.caller_id, status=out.status,  # type: ignore[arg-type]
                                    data=masked(out.data, 4000), error=out.error,
-                                   ms=out.ms, parent=parent))
+                                   ms=out.ms, parent=parent, tracking_id=out.tracking_id))
+        status = self._live.pop(out.caller_id, None)
+        if status is not None:
+            status.publish(_final_phase(out))
 
 
 # -- blocking nodes -----------------------------------------------------------

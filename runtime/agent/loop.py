@@ -113,6 +113,13 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
     result = AgentResult()
     usage = result.usage
     for turn in range(max(1, max_turns)):
+        if bridge is not None and bridge.jobs:
+            # Background tasks: what ended since is told, and the agent has
+            # task_status / task_cancel while it has any.
+            for note in bridge.take_ended():
+                conversation.append({"role": "user", "content": note})
+            functions = bridge.functions_for(calls_state)
+            names = [f["function"]["name"] for f in functions]
         if meter is not None:
             try:
                 meter.before_request()  # a spent budget: no more LLM turns
@@ -155,6 +162,12 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
                 cost_usd=cost))
         if not calls:
             result.text = text
+            if bridge is not None and bridge.should_wake():
+                # wake_on_background: the message goes on until its tasks
+                # end; each ending wakes the agent with a turn that tells it.
+                conversation.append({"role": "assistant", "content": text})
+                await bridge.wait_ended()
+                continue
             return result
         if bridge is None:
             outcomes = [_no_tools(c) for c in calls]
