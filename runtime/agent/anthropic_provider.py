@@ -10,6 +10,7 @@ from .base import (
     DEFAULT_REQUEST_TIMEOUT,
     LlmReply,
     OnDelta,
+    Pause,
     Provider,
     ProviderError,
     StreamBroken,
@@ -89,10 +90,12 @@ class AnthropicProvider(Provider):
         blocks: dict[int, dict[str, Any]] = {}
         usage = {"input_tokens": 0, "output_tokens": 0}
         finished = False
+        pause = Pause()
         sdk = self._anthropic
         try:
             async with stream:
                 async for event in stream:
+                    await pause()  # the GUI and other agents run meanwhile
                     kind = event.type
                     if kind == "message_start":
                         u = event.message.usage

@@ -91,6 +91,27 @@ def restart(on_delta: OnDelta | None) -> None:
 #: The coalescer's clock (a test replaces it with one that counts).
 clock: Callable[[], float] = time.monotonic
 
+#: Longest a provider reads already-arrived stream pieces without letting the
+#: rest of the loop run (the designer's GUI shares it: qasync).
+STREAM_SLICE = 0.005
+
+
+class Pause:
+    """``await pause()`` in a loop over stream pieces: gives the event loop
+    a turn when the loop has held it for STREAM_SLICE seconds. Pieces that
+    arrived together are parsed without a wait, so without this a fast
+    stream would freeze the designer for as long as it lasts."""
+
+    def __init__(self) -> None:
+        self._since = time.monotonic()
+
+    async def __call__(self) -> None:
+        now = time.monotonic()
+        if now - self._since >= STREAM_SLICE:
+            await asyncio.sleep(0)
+            self._since = time.monotonic()
+
+
 #: Seconds between two published deltas of one agent's turn (at most ~20 a second).
 DELTA_INTERVAL = 0.05
 
@@ -105,10 +126,10 @@ class DeltaCoalescer:
 
     ``clock`` is read once per piece (tests give one that counts)."""
 
-    def __init__(self, publish: Callable[[str], None], interval: float = DELTA_INTERVAL,
+    def __init__(self, publish: Callable[[str], None], interval: float | None = None,
                  clock: Callable[[], float] | None = None) -> None:
         self.publish = publish
-        self.interval = interval
+        self.interval = DELTA_INTERVAL if interval is None else interval
         self.clock = clock or globals()["clock"]
         self._buffer: list[str] = []
         self._last: float | None = None

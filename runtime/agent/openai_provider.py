@@ -12,6 +12,7 @@ from .base import (
     DEFAULT_REQUEST_TIMEOUT,
     LlmReply,
     OnDelta,
+    Pause,
     Provider,
     ProviderError,
     StreamBroken,
@@ -93,10 +94,12 @@ class OpenAIProvider(Provider):
         calls: dict[int, dict[str, Any]] = {}
         usage = None
         finished = False
+        pause = Pause()
         sdk = self._openai
         try:
             async with stream:
                 async for chunk in stream:
+                    await pause()  # the GUI and other agents run meanwhile
                     if chunk.usage is not None:
                         usage = chunk.usage
                     for choice in chunk.choices or []:
