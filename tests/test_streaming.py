@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 
 import pytest
 
@@ -167,6 +168,7 @@ async def test_a_fast_stream_is_coalesced_into_a_bounded_number_of_events(llm, m
     # ~20 events a second means about 40, whatever the machine's speed.
     ticks = itertools.count()
     monkeypatch.setattr(base, "clock", lambda: next(ticks) / 1000)
+    monkeypatch.setattr(base, "STALL_FLUSH", 3600.0)  # only the counting clock decides
     pieces = [f"w{i} " for i in range(2000)]
     text = "".join(pieces)
     llm.replies = [Stream(openai_reply(text), pieces=pieces)]
@@ -195,6 +197,27 @@ def test_the_coalescer_publishes_at_most_once_per_interval_and_flushes_the_rest(
     assert out == ["a", "bcde", "f"]
     c.restart()
     assert out[-1] == ""
+
+
+async def test_text_held_back_is_published_while_the_stream_pauses(llm):
+    # The server holds the last piece until a subscriber has seen all the
+    # others: the coalescer must publish what it holds without a next piece.
+    pieces = ["The parcel ", "left ", "the depot ", "this morning ", "and arrives Friday."]
+    release = threading.Event()
+    llm.replies = [Stream(openai_reply("".join(pieces)), pieces=pieces, hold=release)]
+    seen: list[str] = []
+
+    def watch(event) -> None:
+        if event.type == "llm.delta":
+            seen.append(event.text)
+            if "".join(seen) == "".join(pieces[:-1]):
+                release.set()
+
+    flow = agent_flow(openai_agent(llm), [])
+    result, rec, _ = await run(flow, engine_hook=lambda engine: engine.bus.subscribe(watch))
+    assert result.status == "ok", rec.of("node.error")
+    assert release.is_set()  # the partial text was published before the last piece was sent
+    assert "".join(seen) == "".join(pieces)
 
 
 async def test_a_scripted_answer_streams_in_a_few_deltas():

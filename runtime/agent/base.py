@@ -114,6 +114,9 @@ class Pause:
 
 #: Seconds between two published deltas of one agent's turn (at most ~20 a second).
 DELTA_INTERVAL = 0.05
+#: Seconds buffered text waits for the next piece before it is published
+#: anyway (a stream that pauses still shows what came); None: DELTA_INTERVAL.
+STALL_FLUSH: float | None = None
 
 
 class DeltaCoalescer:
@@ -122,7 +125,9 @@ class DeltaCoalescer:
     piece), so that a fast model cannot flood the bus. ``flush()`` at the end
     of the turn publishes the rest. ``restart()`` drops the buffer and
     publishes an empty text: the stream is being played again from its
-    start, and a viewer clears what it showed of it.
+    start, and a viewer clears what it showed of it. Text held back waits at
+    most STALL_FLUSH seconds on the running loop's timer: a stream that
+    pauses (a slow model, a held last piece) still shows what came.
 
     ``clock`` is read once per piece (tests give one that counts)."""
 
@@ -133,6 +138,7 @@ class DeltaCoalescer:
         self.clock = clock or globals()["clock"]
         self._buffer: list[str] = []
         self._last: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
         self.published = 0
 
     def __call__(self, text: str) -> None:
@@ -143,18 +149,39 @@ class DeltaCoalescer:
         if self._last is None or now - self._last >= self.interval:
             self._last = now
             self._emit()
+        elif self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return  # no loop: flush() at the end publishes it
+            wait = self.interval if STALL_FLUSH is None else STALL_FLUSH
+            self._timer = loop.call_later(wait, self._stalled)
+
+    def _stalled(self) -> None:
+        self._timer = None
+        if self._buffer:
+            self._last = self.clock()
+            self._emit()
 
     def flush(self) -> None:
+        self._cancel_timer()
         if self._buffer:
             self._emit()
 
     def restart(self) -> None:
+        self._cancel_timer()
         self._buffer.clear()
         self._last = None
         self.publish("")
         self.published += 1
 
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
     def _emit(self) -> None:
+        self._cancel_timer()
         text = "".join(self._buffer)
         self._buffer.clear()
         self.publish(text)
