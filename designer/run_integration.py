@@ -26,6 +26,7 @@ from .panels.inspector.common import COLORS, fmt_duration
 from .panels.inspector.dock import InspectorDock
 from .panels.inspector.inspector import TAB_AGENT, TAB_DEBUG, TAB_PROBLEMS
 from .panels.inspector.staleness import RunSnapshot
+from .panels.inspector.tools_tab import status_text
 from .run_controller import RunController
 
 log = logging.getLogger(__name__)
@@ -411,6 +412,16 @@ class RunSession(QObject):
                 prev = self._node_state.get(e.node, ("idle", 0, ""))
                 state = "done" if e.status == "success" else "error"
                 self._badge(e.node, state, prev[1], e.status if e.status != "success" else "")
+            elif kind == "tool.status" and e.node:
+                self._tool_status(e)
+
+    def _tool_status(self, e: Any) -> None:
+        """A tool call's live status: its progress text on the node's badge
+        ("page 2 of 5"), the Tools tab's line; the end is tool.result's."""
+        self.inspector.tools.show_status(e)
+        if e.phase in ("progress", "waiting_approval") or (e.phase == "running" and e.tracking_id):
+            prev = self._node_state.get(e.node, ("idle", 0, ""))
+            self._badge(e.node, "running", prev[1], status_text(e.phase, e.progress, e.text))
 
     def _is_source(self, flow: Any, node_id: str) -> bool:
         fnode = flow.node(node_id)

@@ -33,6 +33,18 @@ STATUS_TEXT = {"success": "✓ success", "error": "✕ error", "refused": "⊘ r
                "running": "… running", "cancelled": "■ cancelled"}
 
 
+def status_text(phase: str, progress: float | None = None, text: str = "") -> str:
+    """A running call's live status, as the badge and the Result column
+    show it: "page 2 of 5 (40%)", "waiting for approval", "in background"."""
+    if phase == "progress":
+        pct = f"{progress:.0%}" if progress is not None else ""
+        if text and pct:
+            return f"{text} ({pct})"
+        return text or pct
+    return {"queued": "queued", "waiting_approval": "waiting for approval",
+            "running": "in background"}.get(phase, phase)
+
+
 def result_text(call: ToolCallRecord) -> str:
     if call.status == "success":
         return "✓ " + preview(call.data, 120)
@@ -49,6 +61,8 @@ class ToolsTab(QWidget):
         self.ctx = ctx
         self._call_items: dict[str, QTreeWidgetItem] = {}
         self._agent_items: dict[str, QTreeWidgetItem] = {}
+        #: Caller id -> the latest tool.status text of a call still going.
+        self._live: dict[str, str] = {}
         self._mono = mono_font()
 
         self.tree = QTreeWidget()
@@ -102,7 +116,28 @@ class ToolsTab(QWidget):
         self.detail_title.clear()
         self._call_items.clear()
         self._agent_items.clear()
+        self._live.clear()
         self.stack.setCurrentIndex(0)
+
+    def show_status(self, e: object) -> None:
+        """A tool.status event: the call's line says what it is doing while
+        it runs ("… page 2 of 5 (40%)"); its result replaces that."""
+        phase = getattr(e, "phase", "")
+        caller_id = getattr(e, "caller_id", "")
+        if phase in ("succeeded", "failed", "cancelled"):
+            self._live.pop(caller_id, None)
+            return
+        if phase == "running" and not getattr(e, "tracking_id", ""):
+            if caller_id not in self._live:
+                return  # plainly running: "… running" says it
+        self._live[caller_id] = status_text(phase, getattr(e, "progress", None),
+                                            getattr(e, "text", ""))
+        item = self._call_items.get(caller_id)
+        if item is not None:
+            self._fill(item, item.data(0, CALL_ROLE))
+
+    def live_status(self, caller_id: str) -> str:
+        return self._live.get(caller_id, "")
 
     def refresh(self) -> None:
         for call in self.ctx.model.tool_calls.values():
@@ -161,7 +196,8 @@ class ToolsTab(QWidget):
         item.setToolTip(0, "\n".join(t for t in (tip, note) if t))
         item.setText(1, preview(call.args, 200))
         item.setToolTip(1, preview(call.args, 2000))
-        item.setText(2, result_text(call))
+        live = self._live.get(call.caller_id) if call.status == "running" else None
+        item.setText(2, f"… {live}" if live else result_text(call))
         item.setToolTip(2, STATUS_TEXT.get(call.status, call.status))
         if call.status == "success":
             item.setData(2, Qt.ItemDataRole.ForegroundRole, None)
