@@ -593,6 +593,17 @@ class _Waiting:
         self.status = status
 
 
+def _setting(node: Any, name: str) -> Any:
+    """The value of a node's (designer-set) param ``name``, or None."""
+    bound = getattr(node, "__dict__", {}).get(name)
+    if bound is None or not hasattr(bound, "get"):
+        return None
+    try:
+        return bound.get()
+    except Exception:  # a param that needs a message: not a setting
+        return None
+
+
 async def _cancel_all(tasks: set[asyncio.Task]) -> None:
     """The run ended: cancel the background tasks still going, and let each
     record its cancellation (its node sees CancelledError)."""
@@ -636,6 +647,15 @@ class ToolBridge:
         #: Wake the agent with a new turn when a background task ends
         #: (else it learns of it on its next turn).
         self.wake_on_background = False
+        # The agent node's settings, when it has them (params of these names).
+        agent = getattr(engine.nodes.get(agent_id), "node", None) if hasattr(engine, "nodes") \
+            else None
+        wake = _setting(agent, "wake_on_background")
+        if wake is not None:
+            self.wake_on_background = bool(wake)
+        cap = _setting(agent, "max_background_tasks")
+        if cap is not None:
+            self.max_background = max(1, int(cap))
         self._ended = asyncio.Event()
         self._live: dict[str, CallStatus] = {}  # caller id -> its status, until it ends
 

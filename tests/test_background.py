@@ -331,3 +331,37 @@ async def test_progress_outside_a_tool_call_is_the_node_status():
 
     _, rec, _ = await run(parse_flow(flow_dict), reg=Registry([Inject, Plain]), timeout=30)
     assert any(e.node == "p" and e.text == "25% step 1 of 4" for e in rec.of("node.status"))
+
+
+@node("test.wake_agent", name="Waking agent", category="Test", tools_port=True)
+class WakingAgent(Agent):
+    """An agent with the two background settings as params (as the AI Agent
+    node declares them once it has them)."""
+
+    wake_on_background = Param(bool, "Wake when a background task ends", default=False,
+                               allow=CUSTOM)
+    max_background_tasks = Param(int, "Background tasks at once", default=4, allow=CUSTOM)
+
+
+async def test_the_agent_nodes_params_set_wake_and_the_cap():
+    script = [{"tool_calls": [{"name": "crawl", "arguments": {"site": "e.example"}},
+                              {"name": "crawl", "arguments": {"site": "f.example"}}]},
+              {"text": "started"},
+              {"text": "woken: {prompt}"}]
+    flow = agent_flow(scripted(script, wake_on_background=True, max_background_tasks=1),
+                      [CRAWL])
+    flow.node("agent").type = "test.wake_agent"
+    reg = Registry([Inject, DebugNode, WakingAgent, CrawlTool])
+
+    def setup(engine):
+        bridge = engine.nodes["agent"].node._get_bridge()
+        assert bridge.wake_on_background is True and bridge.max_background == 1
+        CrawlTool.gate.set()
+
+    result, rec, _ = await run(flow, reg=reg, engine_hook=setup, timeout=30)
+    results = [e for e in rec.of("tool.result") if e.tool == "crawl"]
+    assert [r.status for r in results] == ["refused", "success"]  # the cap, then the end
+    assert "max_background_tasks=1" in results[0].error
+    # Woken after "started": a third turn, in the same conversation.
+    assert [e.turn for e in rec.of("llm.request")] == [1, 2, 3]
+    assert rec.debug_values()[0]["payload"] == "woken: Hello"
