@@ -141,11 +141,14 @@ async def test_a_stream_that_keeps_dropping_fails_cleanly_with_no_half_answer(ll
     assert rec.debug_values() == []
 
 
-async def test_a_server_that_does_not_stream_answers_plainly(llm):
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_a_server_that_does_not_stream_answers_plainly(llm, kind):
+    make, agent = ((openai_reply, openai_agent) if kind == "openai"
+                   else (anthropic_reply, anthropic_agent))
     llm.streaming = False  # plain JSON whatever the request asks
-    llm.replies = [openai_reply(tool_calls=[("echo", {"text": "plain"})]),
-                   openai_reply(ANSWER, usage=(9, 4))]
-    result, rec, _ = await run(agent_flow(openai_agent(llm), [ECHO]))
+    llm.replies = [make(tool_calls=[("echo", {"text": "plain"})]), make(ANSWER, usage=(9, 4))]
+    result, rec, _ = await run(agent_flow(agent(llm), [ECHO]))
+    assert all(r["body"]["stream"] is True for r in llm.requests)  # it asked, got JSON
     assert result.status == "ok", rec.of("node.error")
     assert EchoTool.calls == [{"text": "plain", "prefix": ""}]
     assert rec.of("llm.response")[1].usage == {"input_tokens": 9, "output_tokens": 4}
