@@ -95,6 +95,13 @@ class WireRuntime:
         return self.slow + self.fast
 
 
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
 class NodeRuntime:
     """The engine's side of one node: its routes, counters and services."""
 
@@ -167,6 +174,15 @@ class NodeRuntime:
         (throttled there), else its status line ("40% page 2 of 5")."""
         from .node import TOOL_CALL
 
+        loop = self.engine._loop
+        if loop is not None and not _on_loop(loop):
+            # From a worker thread (run_blocking, a blocking tool): over to
+            # the loop, with the thread's context (which call it works for).
+            import contextvars
+
+            loop.call_soon_threadsafe(self.progress, fraction, text,
+                                      context=contextvars.copy_context())
+            return
         call = TOOL_CALL.get()
         if call is not None and call.node == self.id:
             call.progress(fraction, text)

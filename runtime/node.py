@@ -572,8 +572,8 @@ class Node:
         """Report how far the work is (``fraction`` 0..1, or None when not
         known) and a short text ("page 2 of 5"). Inside a tool call it
         becomes a ``tool.status`` progress event of that call (at most a
-        few per second); otherwise the node's status line. Call it from
-        the event loop's thread (``on_message``), not from run_blocking."""
+        few per second); otherwise the node's status line. A worker thread
+        (``run_blocking``, a ``blocking`` node) may call it too."""
         if fraction is not None:
             fraction = min(1.0, max(0.0, float(fraction)))
         if self._rt is None:

@@ -365,3 +365,38 @@ async def test_the_agent_nodes_params_set_wake_and_the_cap():
     # Woken after "started": a third turn, in the same conversation.
     assert [e.turn for e in rec.of("llm.request")] == [1, 2, 3]
     assert rec.debug_values()[0]["payload"] == "woken: Hello"
+
+
+@node("test.blocking_crawl", name="Blocking crawl", category="Test",
+      tool=Tool("slow_crawl", "Crawl with a blocking library"))
+class BlockingCrawl(Node):
+    """A plain-function tool that blocks (runs in a worker thread) and
+    reports progress from there."""
+
+    site = Param(str, "The site", scope=AI, allow=AI | CUSTOM)
+    blocking = True
+
+    def on_message(self, msg):
+        self.progress(0.5, "page 1 of 2")
+
+
+async def test_progress_from_a_worker_thread_reaches_the_bus_on_the_loop():
+    import threading
+
+    flow = agent_flow(scripted([{"tool_calls": [{"name": "slow_crawl",
+                                                 "arguments": {"site": "g"}}]},
+                                {"text": "done"}]), [{"id": "slow", "type": "test.blocking_crawl"}])
+    threads: list[str] = []
+    main = threading.current_thread().name
+
+    def watch(engine):
+        engine.bus.subscribe(lambda e: threads.append(threading.current_thread().name)
+                             if e.type == "tool.status" and e.phase == "progress" else None)
+
+    _, rec, _ = await run(flow, reg=Registry([Inject, DebugNode, Agent, BlockingCrawl]),
+                          engine_hook=watch, timeout=30)
+    [progress] = [e for e in statuses(rec, "slow_crawl") if e.phase == "progress"]
+    assert (progress.progress, progress.text) == (0.5, "page 1 of 2")
+    assert threads == [main]  # published on the loop's thread, not the worker's
+    phases = [e.phase for e in statuses(rec, "slow_crawl")]
+    assert phases.index("progress") < phases.index("succeeded")
