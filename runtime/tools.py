@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import time
 import types
@@ -57,6 +58,8 @@ if TYPE_CHECKING:
     from .engine import Engine
     from .flow import Flow, FlowNode
     from .registry import Registry
+
+log = logging.getLogger(__name__)
 
 #: What OpenAI (and most compatible servers) accept as a function name.
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -523,10 +526,12 @@ class CallStatus:
 class _Job:
     """A background call: its task, and how it ended."""
 
-    __slots__ = ("tracking_id", "started", "status", "task", "outcome", "reported")
+    __slots__ = ("tracking_id", "started", "status", "task", "outcome", "reported",
+                 "cancel_reason")
 
     def __init__(self, tracking_id: str, started: Any, status: CallStatus) -> None:
         self.tracking_id, self.started, self.status = tracking_id, started, status
+        self.cancel_reason = "cancelled: the run stopped"
         self.task: asyncio.Task | None = None
         self.outcome: ToolOutcome | None = None
         self.reported = False
@@ -723,6 +728,7 @@ class ToolBridge:
         self.jobs[tracking_id] = job
         job.task = asyncio.get_running_loop().create_task(
             self._run_job(base, job, parent), name=f"background {name} {tracking_id}")
+        job.task.add_done_callback(lambda t: self._job_ended(job, parent, t))
         # The run's end cancels what is still going and records it.
         self.engine.resource("background-tasks", set, _cancel_all).add(job.task)
         data = {"status": "started", "tracking_id": tracking_id,
@@ -744,21 +750,26 @@ class ToolBridge:
                 started = await self._wait(started, None, parent)
             job.outcome = started
         except asyncio.CancelledError:
-            if job.outcome is None:
-                why = (started.cancel_reason if isinstance(started, _Running)
-                       else "cancelled: the run stopped")
-                out = ToolOutcome("", job.status.caller_id, tool.name, tool.node_id,
-                                  started.args, "error", error=why, tracking_id=job.tracking_id,
-                                  cancelled=True)
-                if job.status.caller_id in self._live:  # not yet published by _wait
-                    self._published(out, parent)
-                job.outcome = out
-        finally:
-            if job.outcome is None:  # an unexpected error in our own code
-                job.outcome = ToolOutcome("", job.status.caller_id, tool.name, tool.node_id,
-                                          None, "error", error="the background task failed",
-                                          tracking_id=job.tracking_id)
-            self._ended.set()
+            pass  # recorded by _job_ended
+
+    def _job_ended(self, job: _Job, parent: str, task: asyncio.Task) -> None:
+        """A background task is over: a cancellation (even before its first
+        step: a task cancelled then never runs) or a failure of our own is
+        recorded here when nothing recorded it yet."""
+        if job.outcome is None:
+            tool = self.tools[job.status.tool]
+            failed = not task.cancelled() and task.exception() is not None
+            if failed:
+                log.error("background task %s failed", job.tracking_id,
+                          exc_info=task.exception())
+            out = ToolOutcome("", job.status.caller_id, tool.name, tool.node_id,
+                              getattr(job.started, "args", None), "error",
+                              error="the background task failed" if failed else job.cancel_reason,
+                              tracking_id=job.tracking_id, cancelled=not failed)
+            if job.status.caller_id in self._live:  # not yet published (by _wait)
+                self._published(out, parent)
+            job.outcome = out
+        self._ended.set()
 
     async def _task_tool(self, call_id: str, name: str, raw: Any, parent: str) -> ToolOutcome:
         """task_status / task_cancel, answered here."""
@@ -780,10 +791,12 @@ class ToolBridge:
                               bounded=bounded)
         else:
             if name == TASK_CANCEL and not job.done and job.task is not None:
+                job.cancel_reason = "cancelled by the agent (task_cancel)"
                 if isinstance(job.started, _Running):
-                    job.started.cancel_reason = "cancelled by the agent (task_cancel)"
+                    job.started.cancel_reason = job.cancel_reason
                 job.task.cancel()
                 await asyncio.wait([job.task])  # the node's cleanup runs on this loop
+                self._job_ended(job, parent, job.task)  # (its callback may not have run)
             state = job.state()
             if job.done:
                 job.reported = True  # the agent has it now: no note later

@@ -400,3 +400,45 @@ async def test_progress_from_a_worker_thread_reaches_the_bus_on_the_loop():
     assert threads == [main]  # published on the loop's thread, not the worker's
     phases = [e.phase for e in statuses(rec, "slow_crawl")]
     assert phases.index("progress") < phases.index("succeeded")
+
+
+@pytest.mark.parametrize("wait_for_the_person", [True, False])
+async def test_task_cancel_while_the_call_waits_for_approval(wait_for_the_person):
+    """Cancelled while a person is asked, or before its task even began
+    (a task cancelled then never runs: the cancellation is still recorded)."""
+    answers: dict[str, Any] = {}
+    asked = asyncio.Event()
+
+    async def play(messages, turn):
+        if turn == 0:
+            return call("crawl", {"site": "h.example"})
+        if turn == 1:
+            if wait_for_the_person:
+                await asked.wait()
+            return call("task_cancel", {"tracking_id": tracking_id(messages)}, 2)
+        answers["cancel"] = json.loads(messages[-1]["content"])
+        return LlmReply(text="ok")
+
+    from runtime.approval import People
+
+    class Never:
+        """A person who is never there: the call waits until cancelled."""
+
+        async def decide(self, request):
+            asked.set()
+            await asyncio.Event().wait()
+
+    provider = Reactive(play)
+    crawl = {**CRAWL, "tool": {"approval": {"mode": "always"}}}
+    flow = agent_flow(scripted([]), [crawl])
+    _, rec, _ = await run(flow, reg=registry(), engine_hook=hook(provider),
+                          people=People(Never()), timeout=30)
+    assert answers["cancel"]["status"] == "cancelled"
+    assert "task_cancel" in answers["cancel"]["error"]
+    assert not CrawlTool.reached.is_set()  # the node never ran
+    phases = [e.phase for e in statuses(rec, "crawl")]
+    assert phases[0] == "queued" and phases[-1] == "cancelled"
+    if wait_for_the_person:
+        assert phases == ["queued", "waiting_approval", "cancelled"]
+    final = [e for e in rec.of("tool.result") if e.tool == "crawl"]
+    assert len(final) == 1 and "task_cancel" in final[0].error
