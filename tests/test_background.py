@@ -18,15 +18,14 @@ from typing import Any
 
 import pytest
 
+from nodes.ai import Agent
+from nodes.core.inject_debug import DebugNode, Inject
 from runtime.agent.base import LlmReply, Provider, ToolCallRequest
 from runtime.events import EventBus
 from runtime.node import AI, CUSTOM, Node, Output, Param, Tool, node
 from runtime.registry import Registry
 from runtime.tools import PROGRESS_INTERVAL, CallStatus, ToolBridge
 from tests.servers.flows import TEST_NODES, agent_flow, fixed, run, scripted
-
-from nodes.ai import Agent
-from nodes.core.inject_debug import DebugNode, Inject
 
 
 @node("test.crawl", name="Crawl", category="Test",
