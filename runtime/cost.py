@@ -79,9 +79,14 @@ def price_of(model: str) -> dict[str, float] | None:
     return price_table().get(model) if model else None
 
 
-def request_cost(model: str, usage: dict[str, Any]) -> float | None:
-    """USD of one LLM request, or None when the model has no price."""
-    price = price_of(model)
+_LOOK_UP: Any = object()
+
+
+def request_cost(model: str, usage: dict[str, Any], price: Any = _LOOK_UP) -> float | None:
+    """USD of one LLM request, or None when the model has no price
+    (``price``: the model's, when the caller looked it up already)."""
+    if price is _LOOK_UP:
+        price = price_of(model)
     if price is None:
         return None
     inp = int(usage.get("input_tokens", 0) or 0)
@@ -92,13 +97,13 @@ def request_cost(model: str, usage: dict[str, Any]) -> float | None:
     return round(usd, 10)
 
 
-def tool_tokens(next_input_tokens: int, request_texts: list[str],
+def tool_tokens(next_input_tokens: int, request_chars: int,
                 results: dict[str, str]) -> dict[str, int]:
     """Estimated input tokens each tool result cost in the next request:
     ``next_input_tokens`` split by the share of the request's characters
-    (``request_texts``: every message's text, instructions included) that
+    (``request_chars``: every message's text, instructions included) that
     each result's text (``results``: call id -> text) is."""
-    total = sum(len(t) for t in request_texts)
+    total = request_chars
     if total <= 0 or next_input_tokens <= 0:
         return {k: 0 for k in results}
     return {k: round(next_input_tokens * len(t) / total) for k, t in results.items()}
@@ -204,6 +209,7 @@ class AgentMeter:
         #: Call id -> estimated tokens its result cost in the next request.
         self.tool_tokens: dict[str, int] = {}
         self._pending: dict[str, str] = {}
+        self._price = price_of(model)  # once per agent run, not per request
         check_priced(model, self.budget_usd, "the agent's budget_usd")
         if self.run is not None:
             check_priced(model, self.run.budget_usd, "the flow's budget_usd")
@@ -226,10 +232,11 @@ class AgentMeter:
                 self.run.exceeded = why
             raise NodeConfigError(why)
 
-    def after_reply(self, usage: dict[str, Any], request_texts: list[str]) -> float | None:
+    def after_reply(self, usage: dict[str, Any], request_chars: int) -> float | None:
         """Price one request (None: no price), count it, and give the tool
-        results it carried their share of its input tokens."""
-        cost = request_cost(self.model, usage)
+        results it carried their share of its input tokens (``request_chars``:
+        the characters of all the request's texts)."""
+        cost = request_cost(self.model, usage, self._price)
         if self.run is not None:
             self.run.add_request(self.agent, usage, cost)
         else:
@@ -238,7 +245,7 @@ class AgentMeter:
             self.cost_usd = None if cost is None else round(self.cost_usd + cost, 10)
         if self._pending:
             self.tool_tokens.update(tool_tokens(int(usage.get("input_tokens", 0) or 0),
-                                                request_texts, self._pending))
+                                                request_chars, self._pending))
             self._pending = {}
         return cost
 

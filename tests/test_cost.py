@@ -75,9 +75,9 @@ def test_shipped_table_prices_the_default_models_and_the_user_file_wins(data_dir
 
 
 def test_tool_tokens_are_the_results_share_of_the_next_request():
-    got = cost.tool_tokens(1000, ["a" * 600, "b" * 400], {"c1": "b" * 400})
+    got = cost.tool_tokens(1000, 600 + 400, {"c1": "b" * 400})
     assert got == {"c1": 400}
-    assert cost.tool_tokens(0, ["x"], {"c1": "x"}) == {"c1": 0}
+    assert cost.tool_tokens(0, 1, {"c1": "x"}) == {"c1": 0}
 
 
 async def test_totals_per_request_agent_and_run_with_tool_cost(prices):

@@ -107,6 +107,7 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
 
     max_calls = max_tool_calls_per_turn or MAX_TOOL_CALLS_PER_TURN
     conversation: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    chars = _Chars(instructions)
     calls_state = AgentCalls(parent=parent, limit=max_tool_calls, engine=engine)
     functions = bridge.functions_for(calls_state) if bridge else []
     names = [f["function"]["name"] for f in functions]
@@ -148,7 +149,8 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
         usage["output_tokens"] += reply.usage.get("output_tokens", 0)
         cost = None
         if meter is not None:
-            cost = meter.after_reply(reply.usage, _texts(instructions, conversation))
+            chars.count(conversation)
+            cost = meter.after_reply(reply.usage, chars.total)
             result.cost_usd, result.tool_tokens = meter.cost_usd, meter.tool_tokens
         calls = reply.tool_calls
         text = redact(reply.text) if reply.text else ""
@@ -238,13 +240,22 @@ def _no_tools(call: Any) -> ToolOutcome:
                        bounded=True)
 
 
-def _texts(instructions: str, conversation: list[dict[str, Any]]) -> list[str]:
-    """Every text a request carries (for a tool result's share of its tokens)."""
-    out = [instructions]
-    for m in conversation:
-        out.append(str(m.get("content") or ""))
-        out += [str(c.get("arguments") or "") for c in m.get("tool_calls") or []]
-    return out
+class _Chars:
+    """The characters of every text a request carries (for a tool result's
+    share of its tokens), counted as the conversation grows: each message
+    once, not the whole conversation again every turn."""
+
+    __slots__ = ("total", "seen")
+
+    def __init__(self, instructions: str) -> None:
+        self.total = len(instructions)
+        self.seen = 0
+
+    def count(self, conversation: list[dict[str, Any]]) -> None:
+        for m in conversation[self.seen:]:
+            self.total += len(str(m.get("content") or ""))
+            self.total += sum(len(str(c.get("arguments") or "")) for c in m.get("tool_calls") or [])
+        self.seen = len(conversation)
 
 
 def _as_seen(instructions: str, conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:
