@@ -441,3 +441,12 @@ async def test_task_cancel_while_the_call_waits_for_approval(wait_for_the_person
         assert phases == ["queued", "waiting_approval", "cancelled"]
     final = [e for e in rec.of("tool.result") if e.tool == "crawl"]
     assert len(final) == 1 and "task_cancel" in final[0].error
+
+
+def test_the_agent_node_offers_the_background_settings():
+    from nodes.ai import Agent
+
+    spec = Agent.spec
+    assert spec.param("wake_on_background").default is False
+    assert spec.param("max_background_tasks").default == 4
+    assert spec.param("wake_on_background").group == "advanced"

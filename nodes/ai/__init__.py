@@ -97,6 +97,12 @@ class Agent(Node):
     budget_tokens = Param(int, "Most tokens (input + output) this agent spends in a run; past "
                           "it, no more LLM turns. 0: no budget", default=0, allow=CUSTOM,
                           group="advanced", label="Budget (tokens)")
+    wake_on_background = Param(bool, "When a background tool call ends, wake the agent with "
+                               "a new turn that reports it (the message waits for its tasks); "
+                               "off: the agent learns of it on its next turn", default=False,
+                               allow=CUSTOM, group="advanced")
+    max_background_tasks = Param(int, "Most background tool calls going at once; past it a "
+                                 "call is refused", default=4, allow=CUSTOM, group="advanced")
 
     answer = Output(str, "The final answer", path="payload")
     agent = Output("json", "{turns, tool_calls: [{tool, args, status, data|error, ms}], "
