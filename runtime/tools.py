@@ -1108,10 +1108,14 @@ class ToolBridge:
     def _published(self, out: ToolOutcome, parent: str = "") -> None:
         bus = self.engine.bus
         if bus.active:
+            from .cost import tool_cost
+
             bus.publish(ToolResult(agent=self.agent_id, node=out.node, tool=out.tool,
                                    caller_id=out.caller_id, status=out.status,  # type: ignore[arg-type]
                                    data=masked(out.data, 4000), error=out.error,
-                                   ms=out.ms, parent=parent, tracking_id=out.tracking_id))
+                                   ms=out.ms, parent=parent, tracking_id=out.tracking_id,
+                                   cost_usd=tool_cost(out.data) if out.status == "success"
+                                   else None))
         status = self._live.pop(out.caller_id, None)
         if status is not None:
             status.publish(_final_phase(out))

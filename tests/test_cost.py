@@ -98,6 +98,8 @@ async def test_totals_per_request_agent_and_run_with_tool_cost(prices):
     assert finished.usage["input_tokens"] == 4000 and finished.usage["output_tokens"] == 300
     assert finished.tool_cost_usd == pytest.approx(0.25)  # apart from the LLM's
     assert engine.cost.agents["agent"].tokens == 4300
+    [paid] = rec.of("tool.result")
+    assert paid.cost_usd == pytest.approx(0.25)  # the call's own event says what it cost
 
 
 async def test_unknown_model_costs_none_but_tokens_count(prices):
