@@ -389,8 +389,26 @@ class ToolSettingsSection(CollapsibleSection):
         grid.addWidget(self.per_run, 1, 0)
         grid.addWidget(self.per_turn, 1, 1)
         self.add(limits)
+        # A call that answers at once with a tracking id while the node works
+        # on (docs/agents.md, Background tools); unset: as its author declared.
+        self.background = QCheckBox("Run in the background", body)
+        self.background.setToolTip("The call answers the agent at once with a tracking id; "
+                                   "the node works on, and the agent learns the result later "
+                                   "(task_status, or a wake-up turn)")
+        self.background.toggled.connect(self._on_background)
+        self.add(self.background)
         self.body_layout.setSpacing(10)
         self.sync()
+
+    def _author_background(self) -> bool:
+        cls = self.doc.registry.get(self.spec.type)
+        return bool(getattr(cls, "background", False))
+
+    def _on_background(self, on: bool) -> None:
+        # Back to the author's choice stores nothing; else the flow says it.
+        value = None if on == self._author_background() else on
+        self._push("Run in the background" if on else "Run in the foreground", "",
+                   background=value)
 
     # -- building helpers ---------------------------------------------------------------
     def _field(self, title: str, widget: QWidget) -> QWidget:
@@ -443,6 +461,10 @@ class ToolSettingsSection(CollapsibleSection):
         asks = policy is not None and (policy.mode != "never" or bool(policy.confirm)) or \
             (policy is None and default != "never")
         wait = policy.timeout_seconds if policy is not None else DEFAULT_WAIT_SECONDS
+        with _blocked(self.background):
+            on = tool.background if tool is not None and tool.background is not None \
+                else self._author_background()
+            self.background.setChecked(bool(on))
         with _blocked(self.wait, self.per_run, self.per_turn):
             if not self.wait.hasFocus():
                 self.wait.setValue(int(round(wait)))

@@ -296,3 +296,16 @@ def test_the_panel_has_the_section_closed_and_the_previews_say_the_policy(qtbot,
     assert card_line == "Never asks"
     # A top-level agent is nobody's tool: no approval section for it.
     assert not panel.form.tool_settings.isVisibleTo(panel)
+
+
+def test_run_in_the_background_is_one_undoable_switch(qtbot, doc, section):
+    from PySide6.QtCore import QPoint, Qt
+    from PySide6.QtTest import QTest
+
+    box = section.background
+    assert not box.isChecked()  # Send Mail's author did not make it a background tool
+    QTest.mouseClick(box, Qt.MouseButton.LeftButton, pos=QPoint(8, box.height() // 2))
+    assert box.isChecked() and tool(doc).background is True
+    assert doc.undo_stack.undoText() == "Run in the background"
+    doc.undo_stack.undo()
+    assert not box.isChecked() and (tool(doc) is None or tool(doc).background is None)
