@@ -262,11 +262,30 @@ def _rebuild_redact_pattern() -> None:
     forms: set[str] = set()
     for secret in _resolved_secrets:
         forms |= _secret_forms(secret, logins.get(secret, []))
-    global _redact_pattern
+    global _redact_pattern, _redact_forms
     # Longest first: at one position the whole AUTH PLAIN token wins over the
     # password's core inside it.
     _redact_pattern = re.compile("|".join(
         re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f)))) if forms else None
+    _redact_forms = tuple(forms)
+
+
+_redact_forms: tuple[str, ...] = ()
+
+
+def redact_hold(text: str) -> int:
+    """How many characters at the end of ``text``, a text still growing (an
+    answer streaming in), must wait before they are shown: the longest end
+    of it that is the start of a form of a known secret, whose rest may be
+    in the next piece (redact() cannot recognise half a secret). 0 when the
+    end starts no secret, so the text shows as it comes."""
+    hold = 0
+    for form in _redact_forms:
+        for k in range(min(len(form) - 1, len(text)), hold, -1):
+            if text.endswith(form[:k]):
+                hold = k
+                break
+    return hold
 
 
 def redact(text: str) -> str:

@@ -229,3 +229,26 @@ async def test_a_scripted_answer_streams_in_a_few_deltas():
     assert result.status == "ok", rec.of("node.error")
     deltas, responses = deltas_then_answer(rec)
     assert len(deltas) >= 1 and "".join(deltas) == ANSWER == responses[0].text
+
+
+async def test_a_secret_split_across_streamed_pieces_never_shows_in_a_delta(llm, monkeypatch):
+    """The model repeats a secret it saw, and the stream cuts it in two: no
+    delta may carry either half, and the answer has it masked."""
+    from runtime.node import register_secret
+
+    secret = "sup3r-s3cret-t0ken-of-the-stream-test"
+    register_secret(secret)
+    text = f"The token is {secret}, as you asked."
+    cut = text.index(secret) + 10  # inside the secret
+    pieces = [text[:cut], text[cut:cut + 8], text[cut + 8:]]
+    monkeypatch.setattr(base, "DELTA_INTERVAL", 0.0)  # every piece its own delta
+    llm.replies = [Stream(openai_reply(text), pieces=pieces)]
+    result, rec, _ = await run(agent_flow(openai_agent(llm), [], prompt="Say it"))
+    assert result.status == "ok", rec.of("node.error")
+    deltas, responses = deltas_then_answer(rec)
+    shown = "".join(deltas)
+    assert len(deltas) >= 2
+    for part in (secret[:10], secret[10:18], secret[18:]):
+        assert part not in shown, (part, deltas)
+    assert responses[0].text == "The token is ***, as you asked."
+    assert shown == responses[0].text[:len(shown)]  # what showed is the answer's start

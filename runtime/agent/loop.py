@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import LlmDelta, LlmRequest, LlmResponse
 from ..message import to_jsonable
-from ..node import NodeConfigError, redact
+from ..node import NodeConfigError, redact, redact_hold
 from .base import DeltaCoalescer, LlmReply, Provider
 
 if TYPE_CHECKING:
@@ -270,9 +270,40 @@ def _deltas(bus: EventBus, agent_id: str, parent: str, turn: int) -> DeltaCoales
     """The turn's text as it streams in, as ``llm.delta`` events: coalesced
     to at most ~20 a second (a fast model cannot flood the bus). An empty
     text means the stream is played again from its start (a retry)."""
-    def publish(text: str) -> None:
-        if bus.active:
-            bus.publish(LlmDelta(agent=agent_id, parent=parent, turn=turn,
-                                 text=redact(text) if text else ""))
+    return _TurnDeltas(bus, agent_id, parent, turn)
 
-    return DeltaCoalescer(publish)
+
+class _TurnDeltas(DeltaCoalescer):
+    """One turn's deltas, redacted as a whole text, with its last characters
+    held back while they are the start of a secret (redact_hold): a
+    secret split across two pieces must not show half in one of them. The
+    end of the turn (flush) shows the rest, redacted whole."""
+
+    def __init__(self, bus: EventBus, agent_id: str, parent: str, turn: int) -> None:
+        super().__init__(self._show)
+        self.bus, self.agent_id, self.parent, self.turn = bus, agent_id, parent, turn
+        self.raw: list[str] = []
+        self.sent = 0
+
+    def _show(self, text: str, final: bool = False) -> None:
+        if not self.bus.active:
+            return
+        if not text and not final:  # played again from its start
+            self.raw.clear()
+            self.sent = 0
+            self._publish("")
+            return
+        self.raw.append(text)
+        shown = redact("".join(self.raw))
+        safe = len(shown) - (0 if final else redact_hold(shown))
+        if safe > self.sent:
+            self._publish(shown[self.sent:safe])
+            self.sent = safe
+
+    def _publish(self, text: str) -> None:
+        self.bus.publish(LlmDelta(agent=self.agent_id, parent=self.parent, turn=self.turn,
+                                  text=text))
+
+    def flush(self) -> None:
+        super().flush()
+        self._show("", final=True)

@@ -616,8 +616,13 @@ class AgentTab(QWidget):
             self.usage.setText("")
             return
         pending = conv.turns and conv.turns[-1].t1 is None
-        waiting = (f'<p style="color: {COLORS["muted"]};">… waiting for the LLM</p>'
-                   if pending else "")
+        waiting = ""
+        if pending and conv.turns[-1].streamed:
+            # The answer as it streams in; llm.response replaces it when whole.
+            waiting = message_html({"role": "assistant",
+                                    "content": conv.turns[-1].streamed + " …"})
+        elif pending:
+            waiting = f'<p style="color: {COLORS["muted"]};">… waiting for the LLM</p>'
         self.view.setHtml(conversation_html(conv, self._instructions(conv.agent)) + waiting)
         self.usage.setText(usage_text(conv))
         if at_bottom or pending:

@@ -60,6 +60,8 @@ class Turn:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     ms: float = 0.0
+    #: The answer so far, from llm.delta events, while the turn streams in.
+    streamed: str = ""
 
 
 @dataclass
@@ -301,6 +303,16 @@ class RunModel:
         conv.turns.append(Turn(turn=e.turn, t0=t))
         self.llm_spans.append(Span(e.agent, t, t, "llm", f"turn {e.turn}"))
         self._seen(e.agent, t)
+        return AGENTS
+
+    def _on_llm_delta(self, e: Any) -> str:
+        conv = self._open_conv.get((e.agent, getattr(e, "parent", "")))
+        turn = next((x for x in reversed(conv.turns) if x.turn == e.turn and x.t1 is None),
+                    None) if conv is not None else None
+        if turn is None:
+            return ""
+        # An empty text: the stream starts again (a retry); drop what came.
+        turn.streamed = turn.streamed + e.text if e.text else ""
         return AGENTS
 
     def _on_llm_response(self, e: Any) -> str:
