@@ -12,13 +12,11 @@ from .base import (
     OnDelta,
     Pause,
     Provider,
-    ProviderError,
     StreamBroken,
     ToolCallRequest,
-    restart,
     sdk_error,
     stream_error,
-    stream_unsupported,
+    stream_or_plain,
     with_retries,
 )
 
@@ -56,26 +54,12 @@ class AnthropicProvider(Provider):
             return stream_error(exc) or sdk_error(exc, an.APIStatusError, an.APIConnectionError,
                                                   an.APITimeoutError, self.request_timeout)
 
-        if on_delta is not None and self.streams:
-            attempts = 0
+        async def plain() -> LlmReply:
+            return from_anthropic(await with_retries(self.name, lambda: self.client.messages.create(**kwargs), classify,
+                                            self.retries, self.max_retry_wait))
 
-            async def attempt() -> LlmReply:
-                nonlocal attempts
-                attempts += 1
-                if attempts > 1:
-                    restart(on_delta)
-                return await self._stream(kwargs, on_delta)
-
-            try:
-                return await with_retries(self.name, attempt, classify, self.retries,
-                                          self.max_retry_wait)
-            except ProviderError as exc:
-                if not stream_unsupported(exc):
-                    raise
-                self.streams = False  # the server said it cannot stream: ask plainly
-        resp = await with_retries(self.name, lambda: self.client.messages.create(**kwargs),
-                                  classify, self.retries, self.max_retry_wait)
-        return from_anthropic(resp)
+        return await stream_or_plain(self, on_delta, lambda: self._stream(kwargs, on_delta),
+                                     plain, classify)
 
     async def _stream(self, kwargs: dict[str, Any], on_delta: OnDelta) -> LlmReply:
         """One streamed request (the SDK's raw events): text pieces to

@@ -332,3 +332,33 @@ def _status_message(exc: BaseException) -> str:
 def _short(text: str, limit: int = 500) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+async def stream_or_plain(provider: Any, on_delta: OnDelta | None,
+                          stream: Callable[[], Awaitable[LlmReply]],
+                          plain: Callable[[], Awaitable[Any]],
+                          classify: Callable[[BaseException], Any]) -> Any:
+    """A request streamed when ``on_delta`` asks for it and the server can:
+    a stream broken mid-way is played again whole (``restart`` tells the
+    viewer) within the provider's retries; a server that says it cannot
+    stream is asked plainly from then on (``provider.streams``). ``plain``
+    is the request without streaming, retries and all; its reply is the
+    SDK's, for the caller to convert."""
+    if on_delta is not None and provider.streams:
+        attempts = 0
+
+        async def attempt() -> LlmReply:
+            nonlocal attempts
+            attempts += 1
+            if attempts > 1:
+                restart(on_delta)
+            return await stream()
+
+        try:
+            return await with_retries(provider.name, attempt, classify, provider.retries,
+                                      provider.max_retry_wait)
+        except ProviderError as exc:
+            if not stream_unsupported(exc):
+                raise
+            provider.streams = False  # the server said it cannot stream: ask plainly
+    return await plain()
