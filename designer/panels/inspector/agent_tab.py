@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QSplitter,
     QStackedWidget,
     QTextBrowser,
     QToolButton,
@@ -31,7 +30,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .common import COLORS, ROLE_COLORS, JsonTree, color, fmt_duration, mono_font, preview
+from .common import (
+    COLORS,
+    ROLE_COLORS,
+    JsonTree,
+    color,
+    fmt_duration,
+    mono_font,
+    preview,
+    tree_with_detail,
+)
 from .model import Conversation, RunModel, ToolCallRecord, Turn
 
 if TYPE_CHECKING:
@@ -292,22 +300,8 @@ class AgentTree(QWidget):
             lambda item: self._closed.discard(item.data(0, KEY_ROLE)))
         self.tree.currentItemChanged.connect(self._current_changed)
         self.tree.itemClicked.connect(self._clicked)
-        self.detail_title = QLabel()
-        self.detail_title.setStyleSheet("font-weight: 600; padding: 6px 8px 2px 8px;")
-        self.detail_title.setWordWrap(True)
         self.detail = JsonTree()
-        box = QWidget()
-        bl = QVBoxLayout(box)
-        bl.setContentsMargins(0, 0, 0, 0)
-        bl.setSpacing(0)
-        bl.addWidget(self.detail_title)
-        bl.addWidget(self.detail, 1)
-        split = QSplitter(Qt.Orientation.Horizontal)
-        split.addWidget(self.tree)
-        split.addWidget(box)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 1)
-        split.setSizes([1000, 300])
+        split, self.detail_title = tree_with_detail(self.tree, self.detail, (1000, 300), (3, 1))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(split)

@@ -7,7 +7,15 @@ from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QColor, QFont, QFontDatabase, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import QLabel, QMenu, QTreeWidget, QTreeWidgetItem, QWidget
+from PySide6.QtWidgets import (
+    QLabel,
+    QMenu,
+    QSplitter,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 # A calm palette: one hue per meaning, muted enough to sit beside the canvas.
 COLORS = {
@@ -218,3 +226,26 @@ def grey_rows(item: QTreeWidgetItem, columns: int, grey: bool) -> None:
             f = item.font(col)
             f.setItalic(grey)
             item.setFont(col, f)
+
+
+def tree_with_detail(tree: QWidget, detail: JsonTree, sizes: tuple[int, int],
+                     stretch: tuple[int, int]) -> tuple[QSplitter, QLabel]:
+    """A list on the left and, on the right, the selected row's detail as a
+    JSON tree under a bold title (the Tools and Agent tabs): the splitter,
+    and the title label to fill."""
+    title = QLabel()
+    title.setStyleSheet("font-weight: 600; padding: 6px 8px 2px 8px;")
+    title.setWordWrap(True)
+    box = QWidget()
+    lay = QVBoxLayout(box)
+    lay.setContentsMargins(0, 0, 0, 0)
+    lay.setSpacing(0)
+    lay.addWidget(title)
+    lay.addWidget(detail, 1)
+    split = QSplitter(Qt.Orientation.Horizontal)
+    split.addWidget(tree)
+    split.addWidget(box)
+    split.setStretchFactor(0, stretch[0])
+    split.setStretchFactor(1, stretch[1])
+    split.setSizes(list(sizes))
+    return split, title

@@ -10,8 +10,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
     QHeaderView,
-    QLabel,
-    QSplitter,
     QStackedWidget,
     QTreeWidget,
     QTreeWidgetItem,
@@ -19,7 +17,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .common import JsonTree, color, fmt_duration, grey_rows, hint_label, mono_font, preview
+from .common import (
+    JsonTree,
+    color,
+    fmt_duration,
+    grey_rows,
+    hint_label,
+    mono_font,
+    preview,
+    tree_with_detail,
+)
 from .model import ToolCallRecord
 
 if TYPE_CHECKING:
@@ -84,22 +91,8 @@ class ToolsTab(QWidget):
         self.tree.currentItemChanged.connect(self._current_changed)
         self.tree.itemClicked.connect(self._clicked)
 
-        self.detail_title = QLabel()
-        self.detail_title.setStyleSheet("font-weight: 600; padding: 6px 8px 2px 8px;")
         self.detail = JsonTree()
-        detail_box = QWidget()
-        dl = QVBoxLayout(detail_box)
-        dl.setContentsMargins(0, 0, 0, 0)
-        dl.setSpacing(0)
-        dl.addWidget(self.detail_title)
-        dl.addWidget(self.detail, 1)
-
-        split = QSplitter(Qt.Orientation.Horizontal)
-        split.addWidget(self.tree)
-        split.addWidget(detail_box)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 2)
-        split.setSizes([660, 440])
+        split, self.detail_title = tree_with_detail(self.tree, self.detail, (660, 440), (3, 2))
         self.empty = hint_label("No tool calls yet. Wire a node to an agent's tools port and run "
                                 "the flow: each call the LLM makes is listed here with its "
                                 "arguments and result.")
