@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("tools", help="per agent: the tools and JSON schemas its LLM sees")
     t.add_argument("flow")
 
+    _add_mcp_parser(sub)
+
     pk = sub.add_parser("package", help="make, install and list node packages (plugins)")
     pks = pk.add_subparsers(dest="package_command", required=True, parser_class=_Parser)
     pn = pks.add_parser("new", help="write a working node package with one example node")
@@ -126,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None or args.command == "design":
             return _design(args)
         handler = {"run": _run, "validate": _validate, "nodes": _nodes, "tools": _tools,
-                   "package": _package, "credentials": _credentials}[args.command]
+                   "package": _package, "credentials": _credentials, "mcp": _mcp}[args.command]
         return handler(args)
     except UsageError as exc:
         print(f"switchboard: {exc}", file=sys.stderr)
@@ -575,6 +577,114 @@ def _tools(args: argparse.Namespace) -> int:
     flow = _load(args.flow)
     print(json.dumps(agent_tool_specs(flow), indent=2, ensure_ascii=False))
     return EXIT_OK
+
+
+MCP_EPILOG = """The calls run exactly as the agent's would: the same schemas (only the params
+the designer gave to AI), validation, approval and limits, with the run's events
+and history. The flow's sources stay quiet: serving does not also run the flow.
+stdio (the default) is for a client that starts this command; stdout is then
+the MCP channel and everything else goes to stderr. With --http the run ends on
+SIGINT or SIGTERM (exit 130 or 143); over stdio when the client closes it (0)."""
+
+
+def _add_mcp_parser(sub: Any) -> None:
+    m = sub.add_parser("mcp", help="serve a flow's tools to MCP clients")
+    ms = m.add_subparsers(dest="mcp_command", required=True, parser_class=_Parser)
+    s = ms.add_parser("serve", help="serve one agent's tools over MCP (stdio, or streamable "
+                      "HTTP with --http)", epilog=MCP_EPILOG,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("flow")
+    s.add_argument("--agent", metavar="ID",
+                   help="the agent whose tools are served (default: the flow's only agent)")
+    s.add_argument("--http", metavar="HOST:PORT",
+                   help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+    s.add_argument("--token", help="the bearer token --http requires (default: "
+                   "$SWITCHBOARD_MCP_TOKEN, else a new one, printed to stderr)")
+    s.add_argument("--approve", default="ask", metavar="ask|auto|deny|POLICY.json",
+                   help="who decides on calls that need approval, as for run (default: ask "
+                        "on the terminal; refused when there is none)")
+    s.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
+                   help="override a param with a fixed value, as for run")
+    s.add_argument("--events", metavar="FILE", help="write every event as JSON lines to FILE")
+    s.add_argument("--no-history", action="store_true", help="do not record the run in history")
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    """``switchboard mcp serve``: a run of the flow that serves one agent's
+    tools (runtime.mcp_serve), ended, recorded and signalled like ``run``."""
+    from runtime import mcp_serve
+    from runtime.approval import People, approver_for
+    from runtime.engine import Engine
+    from runtime.events import EventBus, JsonlWriter
+    from runtime.flow import validate_flow
+    from runtime.registry import Registry
+
+    try:
+        approver = approver_for(args.approve)
+        if args.token is not None and not args.http:
+            raise mcp_serve.ServeError("--token goes with --http (stdio needs no token)")
+        address = mcp_serve.parse_address(args.http) if args.http else None
+        token, made = mcp_serve.choose_token(args.token) if args.http else ("", False)
+    except (ValueError, mcp_serve.ServeError) as exc:
+        raise UsageError(str(exc)) from None
+    flow = _load(args.flow, validate=False)
+    apply_sets(flow, args.set, args.flow)
+    errors = [p for p in validate_flow(flow, file=args.flow) if p.severity == "error"]
+    for problem in errors:
+        print(str(problem), file=sys.stderr)
+    if errors:
+        return EXIT_BAD_INPUT
+    registry = Registry.default()
+    try:
+        agent_id = mcp_serve.choose_agent(flow, args.agent, registry, args.flow)
+        sock = mcp_serve.listen(*address) if address else None
+    except mcp_serve.ServeError as exc:
+        raise UsageError(str(exc)) from None
+
+    bus = EventBus()
+
+    def report(event) -> None:
+        line = mcp_serve.report_line(event)
+        if line:
+            print(line, file=sys.stderr, flush=True)
+
+    bus.subscribe(report)
+    writer = None
+    if args.events:
+        try:
+            writer = JsonlWriter(args.events)
+        except OSError as exc:
+            raise UsageError(f"--events {args.events}: {exc.strerror}") from None
+        bus.subscribe(writer)
+    recorder = None if args.no_history else _history_recorder(bus)
+    engine = Engine(mcp_serve.quiet_flow(flow, registry), registry, bus, file=args.flow,
+                    validated=True)
+    engine.people = People(approver)  # type: ignore[attr-defined]
+    tools = mcp_serve.ToolServer(engine, agent_id)
+    if sock is not None:
+        endpoint = mcp_serve.HttpEndpoint(tools, sock, token)
+        serve, stop = endpoint.serve, endpoint.stop
+        print(f"serving the tools of '{agent_id}' over MCP at {endpoint.url}", file=sys.stderr)
+        print(f"token: {token}" if made else "token: as given", file=sys.stderr, flush=True)
+    else:
+        def serve():
+            return mcp_serve.serve_stdio(tools)
+        stop = None
+        if sys.stdin.isatty():
+            print(f"serving the tools of '{agent_id}' over MCP on stdio (an MCP client "
+                  "starts this command; Ctrl+C to stop)", file=sys.stderr, flush=True)
+    guard = _RunGuard(engine, writer, recorder)
+    try:
+        result = asyncio.run(mcp_serve.serve_run(tools, guard.run(None), serve, stop))
+    finally:
+        guard.disarm()
+        if writer:
+            writer.close()
+        if recorder is not None:
+            _close_recorder(recorder)
+    if result.message:
+        print(f"switchboard: {result.message}", file=sys.stderr)
+    return exit_code(result.reason, result.in_flight, result.errors, guard.signal)
 
 
 def _design(args: argparse.Namespace) -> int:

@@ -278,6 +278,9 @@ class Engine:
         self._started = 0.0
         self._record = False
         self.running = False
+        #: Set once every node's start() has run: from then on a node may be
+        #: called from outside (an MCP client's tool calls wait for it).
+        self.started = asyncio.Event()
         self._build(validated)
 
     # -- construction -------------------------------------------------------
@@ -357,6 +360,7 @@ class Engine:
         stats_task = self._loop.create_task(self._stats_loop()) if self.bus.active else None
         try:
             await self._start_nodes()
+            self.started.set()
             if not self._done.done():
                 self._inflight += 1  # held while sources are being started
                 for rt in self.nodes.values():
