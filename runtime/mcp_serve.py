@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .message import Message
-from .tools import DEFAULT_TOOL_TIMEOUT, AgentCalls, ToolBridge, ToolOutcome
+from .tools import DEFAULT_TOOL_TIMEOUT, AgentCalls, ToolBridge, ToolOutcome, _cancel_all
 
 if TYPE_CHECKING:
     from .engine import Engine, RunResult
@@ -185,9 +185,22 @@ class ToolServer:
         call_id = f"mcp-{self._seq}"
         if not engine.running:
             return self.bridge.refuse(call_id, name, arguments, "the run has ended")
-        [outcome] = await self.bridge.call_many(
-            Message.new(), [(call_id, name, {} if arguments is None else arguments)],
-            self.timeout, None, state=self.state)
+        args = {} if arguments is None else arguments
+        # Its own task, which the run's end cancels (as it does an agent's
+        # calls and background tasks); the client then hears why.
+        task = asyncio.get_running_loop().create_task(self.bridge.call_many(
+            Message.new(), [(call_id, name, args)], self.timeout, None, state=self.state))
+        going = engine.resource("mcp-calls", set, _cancel_all)
+        going.add(task)
+        task.add_done_callback(going.discard)
+        try:
+            [outcome] = await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # the client went away: not an outcome anyone reads
+            outcome = ToolOutcome(call_id, "", str(name), "", args, "error",
+                                  error="cancelled: the run stopped", cancelled=True)
         self.calls += 1
         if self.on_call is not None:
             try:
@@ -393,7 +406,12 @@ class HttpEndpoint:
         server = self.tools.server()
         # The SDK guards loopback against DNS rebinding by itself (allowed
         # Host and Origin headers); elsewhere the token is the guard.
-        inner = server.streamable_http_app(streamable_http_path=MCP_PATH, host=self.host)
+        # Stateless, with plain JSON answers: the server keeps nothing per
+        # client session (limits count per run) and sends nothing unasked,
+        # so no session needs an open stream, and stopping never waits for
+        # one a client keeps open.
+        inner = server.streamable_http_app(streamable_http_path=MCP_PATH, host=self.host,
+                                             stateless_http=True, json_response=True)
         return BearerGuard(inner, self.token)
 
     async def serve(self) -> None:
