@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from .approval import ApprovalPolicy, ApprovalRequest, default_policy, people_of
 from .arguments import _parse, event_args, masked, preview, short
+from .cost import tool_cost
 from .events import NodeStatus, ToolApproval, ToolCall, ToolDecision, ToolResult, ToolStatus
 from .message import (
     AGENT_NODE_ID,
@@ -184,6 +185,8 @@ class ToolDef:
     max_per_turn: int | None = None
     #: Calls return at once with a tracking id (set by ToolBridge).
     background: bool = False
+    #: What max_calls_per_run counts under (default: the node's id).
+    count_key: str = ""
 
     @property
     def validator(self) -> Any:
@@ -247,14 +250,22 @@ def _describe(e: Any, tool: ToolDef) -> str:
     return label + short(text, 300)
 
 
+def flat_schema(schema: dict[str, Any]) -> bool:
+    """Whether a schema is in the subset tool_schema() builds: a closed
+    object of typed or enum properties (compile_check's fast path)."""
+    props = schema.get("properties", {})
+    return (set(schema) <= {"type", "properties", "required", "additionalProperties"}
+            and schema.get("type") == "object" and schema.get("additionalProperties") is False
+            and isinstance(props, dict)
+            and all(isinstance(p, dict) and set(p) <= {"type", "enum", "description"}
+                    for p in props.values()))
+
+
 def compile_check(schema: dict[str, Any]) -> Callable[[Any], bool]:
     """A plain-Python test equal to JSON Schema validation for the schemas
     tool_schema() builds; anything else is left to jsonschema."""
     props = schema.get("properties", {})
-    simple = (set(schema) <= {"type", "properties", "required", "additionalProperties"}
-              and schema.get("type") == "object" and schema.get("additionalProperties") is False
-              and all(set(p) <= {"type", "enum", "description"} for p in props.values()))
-    if not simple:
+    if not flat_schema(schema):
         def slow(args: Any) -> bool:
             import jsonschema
 
@@ -343,6 +354,29 @@ def build_tool(spec: NodeSpec, fnode: FlowNode) -> ToolDef:
                    max_per_turn=settings.max_calls_per_turn if settings else None)
 
 
+def build_offered_tools(spec: NodeSpec, fnode: FlowNode, entries: list[Any]) -> list[ToolDef]:
+    """The tools of a node that offers several (an MCP server's): one per
+    entry its class's ``tool_entries(params)`` gives (objects with name,
+    description, schema, approval, max_calls_per_run, max_calls_per_turn),
+    all run by that node. Their calls are counted per tool, not per node."""
+    out = []
+    for e in entries:
+        if not TOOL_NAME_RE.match(e.name):
+            raise NodeConfigError(f"tool name '{short(e.name, 64)}' of node '{fnode.id}' must be "
+                                  "1-64 letters, digits, '_' or '-'")
+        function = function_spec(e.name, e.description, e.schema)
+        if not flat_schema(e.schema):
+            # Strict mode wants every nested object closed and fully required:
+            # a schema someone else wrote is sent as it is, unstrict.
+            function["function"].pop("strict", None)
+        out.append(ToolDef(name=e.name, description=e.description, node_id=fnode.id,
+                           schema=e.schema, function=function, check=compile_check(e.schema),
+                           policy=e.approval or default_policy(e.name, spec.type),
+                           max_per_run=e.max_calls_per_run, max_per_turn=e.max_calls_per_turn,
+                           count_key=f"{fnode.id}/{e.name}"))
+    return out
+
+
 def agent_tools(flow: Flow, agent_id: str, registry: Registry | None = None, *,
                 wires: list[Any] | None = None) -> list[ToolDef]:
     """The tools of one agent, in wire order. ``wires``: the agent's own
@@ -362,6 +396,10 @@ def agent_tools(flow: Flow, agent_id: str, registry: Registry | None = None, *,
         fnode = flow.node(wire.target[0])
         spec = registry.spec(fnode.type) if fnode else None
         if fnode is None or spec is None or spec.tool is None or fnode.disabled:
+            continue
+        entries = getattr(registry.get(fnode.type), "tool_entries", None)
+        if entries is not None:
+            out += build_offered_tools(spec, fnode, entries(fnode.params))
             continue
         out.append(build_tool(spec, fnode))
     return out
@@ -487,10 +525,18 @@ class _Running:
 class CallStatus:
     """One tool call's live status: publishes its ``tool.status`` phases and
     its node's progress (``Node.progress``, at most one event per
-    PROGRESS_INTERVAL seconds), and keeps the last of them for task_status."""
+    PROGRESS_INTERVAL seconds), and keeps the last of them for task_status.
+
+    A call answered within its first step (most calls: a plain function, a
+    cached lookup) publishes no phases: its ``tool.call`` and ``tool.result``
+    already say all there is, nothing live could show them, and three more
+    events per call tripled the cost of a fast tool with a subscriber. The
+    first phase that means something (waiting for approval, still running
+    after its first step, progress, a background start) publishes the
+    phases so far (``queued``, ``running``) and from then on every one."""
 
     __slots__ = ("bus", "agent", "node", "tool", "caller_id", "parent", "tracking_id", "phase",
-                 "fraction", "text", "_last")
+                 "fraction", "text", "_last", "shown")
 
     #: The clock the throttle reads (a test may replace it).
     clock: Callable[[], float] = staticmethod(time.monotonic)
@@ -499,19 +545,32 @@ class CallStatus:
                  parent: str = "") -> None:
         self.bus, self.agent, self.node, self.tool = bus, agent, node, tool
         self.caller_id, self.parent, self.tracking_id = caller_id, parent, ""
-        self.phase = ""
+        self.phase = "queued"
         self.fraction: float | None = None
         self.text = ""
         self._last = float("-inf")
+        self.shown = False
 
     def publish(self, phase: str, *, fraction: float | None = None, text: str = "") -> None:
         if phase != "progress":
             self.phase = phase
-        if self.bus.active:
-            self.bus.publish(ToolStatus(agent=self.agent, node=self.node, tool=self.tool,
-                                        caller_id=self.caller_id, phase=phase,  # type: ignore[arg-type]
-                                        progress=fraction, text=text,
-                                        tracking_id=self.tracking_id, parent=self.parent))
+        if not self.bus.active:
+            return
+        if not self.shown:
+            if phase in _FINAL_PHASES:
+                return  # settled before anything was shown: tool.result says it
+            self.shown = True
+            if phase != "queued":
+                self._emit("queued")
+            if phase == "progress" and self.phase == "running":
+                self._emit("running")
+        self._emit(phase, fraction, text)
+
+    def _emit(self, phase: str, fraction: float | None = None, text: str = "") -> None:
+        self.bus.publish(ToolStatus(agent=self.agent, node=self.node, tool=self.tool,
+                                    caller_id=self.caller_id, phase=phase,  # type: ignore[arg-type]
+                                    progress=fraction, text=text,
+                                    tracking_id=self.tracking_id, parent=self.parent))
 
     def progress(self, fraction: float | None, text: str = "") -> None:
         text = redact(short(str(text), 200))
@@ -565,6 +624,9 @@ class _Job:
         body = o.content()
         return (f"[background task {self.tracking_id} ({self.status.tool}) "
                 f"{_final_phase(o)}: {short(body, 4000)}]")
+
+
+_FINAL_PHASES = frozenset(("succeeded", "failed", "cancelled"))
 
 
 def _final_phase(o: ToolOutcome) -> str:
@@ -724,6 +786,7 @@ class ToolBridge:
         status = started.status
         tracking_id = "task-" + started.caller_id
         status.tracking_id = tracking_id
+        status.publish("queued")  # a background task is shown from its start
         job = _Job(tracking_id, started, status)
         self.jobs[tracking_id] = job
         job.task = asyncio.get_running_loop().create_task(
@@ -831,7 +894,8 @@ class ToolBridge:
                 if tool.max_per_turn and n > tool.max_per_turn:
                     why = (f"tool '{name}' may be called at most {tool.max_per_turn} times in "
                            "one answer (max_calls_per_turn); make this call in a later turn")
-                elif tool.max_per_run and counts.get(tool.node_id, 0) >= tool.max_per_run:
+                elif tool.max_per_run and counts.get(tool.count_key or tool.node_id,
+                                                      0) >= tool.max_per_run:
                     why = (f"tool '{name}' was called {tool.max_per_run} times in this run, its "
                            "limit (max_calls_per_run); it cannot be called again")
             if why is None and state is not None and state.limit is not None:
@@ -842,7 +906,8 @@ class ToolBridge:
                 refused[i] = self.refuse(call_id, name, raw, why, parent)
                 continue
             if tool is not None:
-                counts[tool.node_id] = counts.get(tool.node_id, 0) + 1
+                key = tool.count_key or tool.node_id
+                counts[key] = counts.get(key, 0) + 1
             if state is not None:
                 state.count += 1
             if tool is not None and tool.background:
@@ -1034,8 +1099,8 @@ class ToolBridge:
             return out
         status = CallStatus(bus, self.agent_id, node_id, name, caller_id, parent)
         self._live[caller_id] = status
-        status.publish("queued")
-        reason = tool.policy.reason(args)  # type: ignore[union-attr]
+        policy = tool.policy  # type: ignore[union-attr]
+        reason = None if policy.mode == "never" and not policy.confirm else policy.reason(args)
         if reason is not None:
             return _Waiting(call_id, caller_id, tool, args, t0, reason, parent, status)  # type: ignore[arg-type]
         running = _Running(call_id, caller_id, name, node_id, args, t0, status)
@@ -1048,15 +1113,21 @@ class ToolBridge:
         """The tool's first step, now: settled, or the call still going."""
         running.step = self.engine.run_as_tool(
             tool.node_id, self.request(base, running.caller_id, tool, running.args))
-        if running.status is not None:
-            running.status.publish("running")
-        token = TOOL_CALL.set(running.status)
+        status = running.status
+        if status is not None:
+            if status.shown:
+                status.publish("running")
+            else:
+                status.phase = "running"  # published if the call goes on past its first step
+        token = TOOL_CALL.set(status)
         try:
             running.pending = running.step.send(None)
         except StopIteration as done:
             return self._settled(running, done.value, parent)
         finally:
             TOOL_CALL.reset(token)
+        if status is not None and not status.shown:
+            status.publish("running")
         return running
 
     async def _wait(self, r: _Running, timeout: float | None, parent: str = "") -> ToolOutcome:
@@ -1108,8 +1179,6 @@ class ToolBridge:
     def _published(self, out: ToolOutcome, parent: str = "") -> None:
         bus = self.engine.bus
         if bus.active:
-            from .cost import tool_cost
-
             bus.publish(ToolResult(agent=self.agent_id, node=out.node, tool=out.tool,
                                    caller_id=out.caller_id, status=out.status,  # type: ignore[arg-type]
                                    data=masked(out.data, 4000), error=out.error,

@@ -285,17 +285,24 @@ async def test_the_flow_can_make_a_tool_background():
     assert SleepTool.cancelled == ["x"]
 
 
-async def test_every_call_publishes_its_phases():
+async def test_every_call_that_waits_publishes_its_phases():
     flow = agent_flow(scripted([{"tool_calls": [{"name": "echo", "arguments": {"text": "hi"}},
-                                                {"name": "fail", "arguments": {"why": "x"}}]},
+                                                {"name": "fail", "arguments": {"why": "x"}},
+                                                {"name": "sleep", "arguments": {"tag": "t"}}]},
                                 {"text": "done"}]),
                       [{"id": "echo", "type": "test.echo",
                         "tool": {"approval": {"mode": "always"}}},
-                       {"id": "fail", "type": "test.fail"}])
+                       {"id": "fail", "type": "test.fail"},
+                       {"id": "sleep", "type": "test.sleep", "params": {"seconds": fixed(0.01)}}])
     _, rec, _ = await run(flow, reg=registry(), timeout=30)
+    # Waited for a person: every phase.
     assert [e.phase for e in statuses(rec, "echo")] == [
         "queued", "waiting_approval", "running", "succeeded"]
-    assert [e.phase for e in statuses(rec, "fail")] == ["queued", "running", "failed"]
+    # Went on past its first step (an await): shown running, then its end.
+    assert [e.phase for e in statuses(rec, "sleep")] == ["queued", "running", "succeeded"]
+    # Failed within its first step: nothing was ever live, tool.result says it.
+    assert statuses(rec, "fail") == []
+    assert [e.status for e in rec.of("tool.result") if e.tool == "fail"] == ["error"]
     assert all(e.tracking_id == "" for e in rec.of("tool.status"))
 
 
@@ -310,10 +317,13 @@ def test_progress_is_throttled_per_call(monkeypatch):
         status.progress(i / 50, f"page {i}")
     now[0] += PROGRESS_INTERVAL
     status.progress(0.9, "page 45")
-    assert [(e.progress, e.text) for e in seen] == [(0.0, "page 0"), (0.9, "page 45")]
+    # The first report shows the call (its phase so far, queued) first.
+    assert seen[0].phase == "queued"
+    progress = [e for e in seen if e.phase == "progress"]
+    assert [(e.progress, e.text) for e in progress] == [(0.0, "page 0"), (0.9, "page 45")]
     # The latest report is kept for task_status even when not published.
     status.progress(0.95, "page 48")
-    assert (status.fraction, status.text) == (0.95, "page 48") and len(seen) == 2
+    assert (status.fraction, status.text) == (0.95, "page 48") and len(seen) == 3
 
 
 async def test_progress_outside_a_tool_call_is_the_node_status():
