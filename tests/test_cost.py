@@ -162,3 +162,33 @@ async def test_usd_budget_without_a_price_is_refused_before_any_request(prices):
 def test_budget_params_must_not_be_negative():
     problems = Agent.check({"budget_usd": type("P", (), {"value": -1.0})()})
     assert any(name == "budget_usd" for name, _ in problems)
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_cached_prompt_tokens_from_the_provider_are_priced_at_the_cached_rate(
+        prices, kind, monkeypatch):
+    """The providers' own usage fields, over the wire through the official
+    SDKs: OpenAI's prompt_tokens_details.cached_tokens (part of the prompt
+    tokens), Anthropic's cache_read_input_tokens (apart from input_tokens)."""
+    from tests.servers.flows import fixed
+    from tests.servers.llm import LlmServer, anthropic_reply, openai_reply
+
+    monkeypatch.setenv("TEST_KEY", "sk-test-cache")
+    with LlmServer() as llm:
+        if kind == "openai":
+            llm.replies = [openai_reply("hi", model="test-model", usage=(1000, 100), cached=600)]
+            params = {"provider": fixed("openai"), "base_url": fixed(llm.openai_url),
+                      "api_key_env": fixed("TEST_KEY")}
+        else:  # 400 outside the cache + 600 read from it: the same 1,000 in all
+            llm.replies = [anthropic_reply("hi", model="test-model", usage=(400, 100),
+                                           cached=600)]
+            params = {"provider": fixed("anthropic"), "base_url": fixed(llm.anthropic_url),
+                      "api_key_env": fixed("TEST_KEY"), "max_tokens": fixed(256)}
+        params["model"] = fixed("test-model")
+        result, rec, _ = await run(agent_flow(params, []), reg=reg())
+    assert result.status == "ok", rec.of("node.error")
+    [response] = rec.of("llm.response")
+    assert response.usage == {"input_tokens": 1000, "output_tokens": 100, "cached_tokens": 600}
+    # 400 * 2 + 600 * 1 (cached) + 100 * 10 = 2400 µ$
+    assert response.cost_usd == pytest.approx(0.0024)
+    assert rec.of("run.finished")[0].usage["cached_tokens"] == 600

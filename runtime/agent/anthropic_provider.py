@@ -14,6 +14,7 @@ from .base import (
     Provider,
     StreamBroken,
     ToolCallRequest,
+    anthropic_usage,
     sdk_error,
     stream_error,
     stream_or_plain,
@@ -72,7 +73,7 @@ class AnthropicProvider(Provider):
             await response.aread()
             return from_anthropic(self._anthropic.types.Message.model_validate(response.json()))
         blocks: dict[int, dict[str, Any]] = {}
-        usage = {"input_tokens": 0, "output_tokens": 0}
+        usage = anthropic_usage(None)
         finished = False
         pause = Pause()
         sdk = self._anthropic
@@ -82,9 +83,7 @@ class AnthropicProvider(Provider):
                     await pause()  # the GUI and other agents run meanwhile
                     kind = event.type
                     if kind == "message_start":
-                        u = event.message.usage
-                        usage["input_tokens"] = getattr(u, "input_tokens", 0) or 0
-                        usage["output_tokens"] = getattr(u, "output_tokens", 0) or 0
+                        usage = anthropic_usage(event.message.usage)
                     elif kind == "content_block_start":
                         b = event.content_block
                         blocks[event.index] = {"type": b.type, "text": [], "json": [],
@@ -182,5 +181,4 @@ def from_anthropic(resp: Any) -> LlmReply:
             calls.append(ToolCallRequest(id=block.id, name=block.name, arguments=block.input))
     usage = getattr(resp, "usage", None)
     return LlmReply(text="".join(texts), tool_calls=calls,
-                    usage={"input_tokens": getattr(usage, "input_tokens", 0) or 0,
-                           "output_tokens": getattr(usage, "output_tokens", 0) or 0})
+                    usage=anthropic_usage(usage))

@@ -43,6 +43,38 @@ class LlmReply:
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
 
 
+def _count(obj: Any, name: str) -> int:
+    n = getattr(obj, name, None) if not isinstance(obj, dict) else obj.get(name)
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
+
+
+def openai_usage(u: Any) -> dict[str, int]:
+    """Token usage of an OpenAI-compatible answer: prompt tokens, of which
+    ``prompt_tokens_details.cached_tokens`` were read from the provider's
+    prompt cache (priced at the cached rate), and completion tokens."""
+    details = getattr(u, "prompt_tokens_details", None)
+    return _usage(_count(u, "prompt_tokens"), _count(u, "completion_tokens"),
+                  _count(details, "cached_tokens") if details is not None else 0)
+
+
+def anthropic_usage(u: Any) -> dict[str, int]:
+    """Token usage of an Anthropic answer. Anthropic's ``input_tokens``
+    leaves out what was read from or written to the prompt cache; here
+    input counts all of it and ``cached_tokens`` the part read from cache,
+    as OpenAI reports it, so one price rule fits both."""
+    read = _count(u, "cache_read_input_tokens")
+    written = _count(u, "cache_creation_input_tokens")
+    return _usage(_count(u, "input_tokens") + read + written, _count(u, "output_tokens"), read)
+
+
+def _usage(inp: int, out: int, cached: int) -> dict[str, int]:
+    """``cached_tokens`` only where some were: most answers have none."""
+    usage = {"input_tokens": inp, "output_tokens": out}
+    if cached:
+        usage["cached_tokens"] = min(cached, inp)
+    return usage
+
+
 class ProviderError(NodeConfigError):
     """The LLM could not be reached or refused the request. The text names the
     provider and the HTTP status, never the key (it is redacted)."""

@@ -16,6 +16,7 @@ from .base import (
     Provider,
     StreamBroken,
     ToolCallRequest,
+    openai_usage,
     sdk_error,
     stream_error,
     stream_or_plain,
@@ -114,8 +115,7 @@ class OpenAIProvider(Provider):
             text="".join(text),
             tool_calls=[ToolCallRequest(id=c["id"], name=c["name"], arguments="".join(c["arguments"]))
                         for _, c in sorted(calls.items()) if c["name"]],
-            usage={"input_tokens": getattr(usage, "prompt_tokens", 0) or 0,
-                   "output_tokens": getattr(usage, "completion_tokens", 0) or 0})
+            usage=openai_usage(usage))
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -159,6 +159,5 @@ def from_openai(resp: Any) -> LlmReply:
     return LlmReply(
         text=(getattr(message, "content", None) or ""),
         tool_calls=calls,
-        usage={"input_tokens": getattr(usage, "prompt_tokens", 0) or 0,
-               "output_tokens": getattr(usage, "completion_tokens", 0) or 0},
+        usage=openai_usage(usage),
     )

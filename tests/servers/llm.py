@@ -34,9 +34,11 @@ _ids = itertools.count(1)
 
 
 def openai_reply(text: str | None = None, tool_calls: list[tuple[str, Any]] | None = None, *,
-                 model: str = "gpt-test", usage: tuple[int, int] = (10, 5)) -> dict:
+                 model: str = "gpt-test", usage: tuple[int, int] = (10, 5),
+                 cached: int = 0) -> dict:
     """A chat.completion body. ``tool_calls``: (name, arguments) with
-    arguments as JSON text or an object (encoded here)."""
+    arguments as JSON text or an object (encoded here). ``cached``: prompt
+    tokens read from the provider's cache (``prompt_tokens_details``)."""
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
     if tool_calls:
         message["tool_calls"] = [
@@ -49,11 +51,15 @@ def openai_reply(text: str | None = None, tool_calls: list[tuple[str, Any]] | No
             "choices": [{"index": 0, "message": message, "logprobs": None,
                          "finish_reason": "tool_calls" if tool_calls else "stop"}],
             "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1],
-                      "total_tokens": usage[0] + usage[1]}}
+                      "total_tokens": usage[0] + usage[1],
+                      **({"prompt_tokens_details": {"cached_tokens": cached}} if cached else {})}}
 
 
 def anthropic_reply(text: str | None = None, tool_calls: list[tuple[str, dict]] | None = None, *,
-                    model: str = "claude-test", usage: tuple[int, int] = (10, 5)) -> dict:
+                    model: str = "claude-test", usage: tuple[int, int] = (10, 5),
+                    cached: int = 0) -> dict:
+    """A Message body; ``usage[0]`` counts the input outside the prompt
+    cache (as Anthropic does) and ``cached`` what was read from it."""
     content: list[dict[str, Any]] = []
     if text:
         content.append({"type": "text", "text": text})
@@ -63,7 +69,8 @@ def anthropic_reply(text: str | None = None, tool_calls: list[tuple[str, dict]] 
     return {"id": f"msg_{next(_ids)}", "type": "message", "role": "assistant", "model": model,
             "content": content, "stop_reason": "tool_use" if tool_calls else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}}
+            "usage": {"input_tokens": usage[0], "output_tokens": usage[1],
+                      **({"cache_read_input_tokens": cached} if cached else {})}}
 
 
 class Stream:
@@ -132,7 +139,7 @@ def openai_events(body: dict, pieces: int | list[str]) -> list[tuple[str | None,
 def anthropic_events(body: dict, pieces: int | list[str]) -> list[tuple[str | None, Any]]:
     usage = body["usage"]
     start = {**body, "content": [], "stop_reason": None,
-             "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1}}
+             "usage": {**usage, "output_tokens": 1}}
     events: list[tuple[str | None, Any]] = [(None, {"type": "message_start", "message": start})]
     for i, block in enumerate(body["content"]):
         if block["type"] == "text":
