@@ -14,7 +14,9 @@ periodic ``stats`` event; only with tracing on does every hop become an event.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
+import json
 import logging
 import os
 import time
@@ -34,6 +36,7 @@ from .events import (
     NodeError,
     NodeStatus,
     RunFinished,
+    RunReplay,
     RunStarted,
     Stats,
 )
@@ -74,6 +77,16 @@ SNAPSHOT_LIMIT = 4000  # characters kept of a long string in a recorded message
 # payload weighs (a 1 MB payload made every recorded hop walk 1 MB).
 SNAPSHOT_ITEMS = 100
 DEBUG_ITEMS = 1000
+# What a run keeps for a rerun (runs rerun --from, --call): per node the
+# newest REPLAY_INPUTS of the messages recorded as they arrived (the same
+# snapshots, and the same per-tick budget, as the inspector's last messages:
+# a node's first REPLAY_INPUTS messages of each stats tick), the newest
+# REPLAY_CALLS tool requests; a recorded message past REPLAY_MESSAGE_BYTES,
+# or past REPLAY_BYTES for the whole run, is left out and counted.
+REPLAY_INPUTS = 20
+REPLAY_CALLS = 100
+REPLAY_MESSAGE_BYTES = 256 * 1024
+REPLAY_BYTES = 8 * 1024 * 1024
 
 
 class WireRuntime:
@@ -109,6 +122,7 @@ class NodeRuntime:
         "engine", "node", "id", "spec", "fnode", "on_message", "is_async", "sem", "routes",
         "out_routes", "next", "incoming", "n_in", "n_out", "errors", "active", "last_in",
         "last_out", "budget", "deferred", "starting", "gate", "tool_targets", "disabled",
+        "inputs", "busy",
     )
 
     def __init__(self, engine: Engine, fnode: FlowNode, spec: NodeSpec) -> None:
@@ -126,6 +140,10 @@ class NodeRuntime:
         self.n_in = self.n_out = self.errors = self.active = 0
         self.last_in: deque = deque(maxlen=LAST_MESSAGES)
         self.last_out: deque = deque(maxlen=LAST_MESSAGES)
+        # Messages that reached the node, for a rerun from here (a deque of
+        # REPLAY_INPUTS while the run records them, else None).
+        self.inputs: deque | None = None
+        self.busy = 0.0  # seconds spent awaiting on_message (async and tool calls)
         self.budget = 0
         self.deferred = 0
         self.starting = 0  # tasks made for a message that have not run yet
@@ -209,6 +227,18 @@ class NodeRuntime:
             self.gate -= 1
         store.append(to_jsonable(msg, limit=SNAPSHOT_LIMIT, text=redact, items=SNAPSHOT_ITEMS))
 
+    def record_in(self, msg: dict) -> None:
+        """A message reaching the node while the tick's budget lasts: one
+        snapshot serves the inspector's last messages and a later rerun."""
+        self.budget -= 1
+        if self.budget == 0:
+            self.gate -= 1
+        snap = to_jsonable(msg, limit=SNAPSHOT_LIMIT, text=redact, items=SNAPSHOT_ITEMS)
+        if self.engine._record:
+            self.last_in.append(snap)
+        if self.inputs is not None:
+            self.inputs.append(snap)
+
 
 #: RunFinished.status for each reason (the short form the designer shows).
 STATUS_OF_REASON = {"completed": "ok", "failed": "error", "timeout": "timeout",
@@ -246,6 +276,7 @@ class Engine:
         file: str = "",
         max_in_flight: int | None = None,
         validated: bool = False,
+        record_inputs: bool | None = None,
     ) -> None:
         self.flow = flow
         self.registry = registry or Registry.default()
@@ -254,6 +285,19 @@ class Engine:
         # Record last messages per node/wire for the inspector; costs a copy
         # of a few messages per node per stats tick, so only when listened to.
         self._record_wanted = record
+        # Keep what reached each node for a rerun (a run.replay event at the
+        # end); like ``record``, on whenever someone listens.
+        self._inputs_wanted = record_inputs
+        self._record_inputs = False
+        self._calls: dict[str, Any] | None = None  # tool requests by caller id
+        self._variables: Any = None  # the flow variables as the run ended
+        #: What starts the run instead of its sources: a coroutine function
+        #: of the engine (a rerun injecting recorded messages into one node,
+        #: or repeating one tool call). Sources then neither start nor send.
+        self.entry: Callable[[Engine], Any] | None = None
+        #: A rerun's origin, published in run.started: the run it repeats,
+        #: and the node or tool call it starts from.
+        self.rerun_of = self.from_node = self.rerun_call = ""
         self.keep_alive = keep_alive
         self.file = file
         self.run_id = uuid.uuid4().hex[:12]
@@ -347,6 +391,12 @@ class Engine:
         self._done = self._loop.create_future()
         self.bus.run_id = self.run_id
         self._record = self._record_wanted if self._record_wanted is not None else self.bus.active
+        self._record_inputs = self.bus.active and (
+            self._inputs_wanted if self._inputs_wanted is not None else True)
+        if self._record_inputs:
+            for rt in self.nodes.values():
+                rt.inputs = deque(maxlen=REPLAY_INPUTS)
+            self._calls = {}
         self._started = time.perf_counter()
         # The run's tokens and USD; agents add to it and check its budget.
         self.cost = RunCost(budget_usd=self.flow.settings.budget_usd,
@@ -356,16 +406,21 @@ class Engine:
         self.running = True
         if self.bus.active:
             self.bus.publish(RunStarted(flow=self.flow.name, path=self.file,
-                                        nodes=len(self.nodes), trace=self.trace))
+                                        nodes=len(self.nodes), trace=self.trace,
+                                        rerun_of=self.rerun_of, from_node=self.from_node,
+                                        call=self.rerun_call))
         stats_task = self._loop.create_task(self._stats_loop()) if self.bus.active else None
         try:
             await self._start_nodes()
             self.started.set()
             if not self._done.done():
                 self._inflight += 1  # held while sources are being started
-                for rt in self.nodes.values():
-                    if rt.spec.source and not rt.disabled:
-                        self._spawn(self._run_source(rt), rt)
+                if self.entry is not None:
+                    self._start_entry()
+                else:
+                    for rt in self.nodes.values():
+                        if rt.spec.source and not rt.disabled:
+                            self._spawn(self._run_source(rt), rt)
                 self._inflight -= 1
                 self._settle()
             try:
@@ -378,6 +433,8 @@ class Engine:
         finally:
             if not self._reason:
                 self._in_flight = self.in_flight()
+            if self._record_inputs:
+                self._variables = self._keep_variables()
             await self._shutdown()
             if stats_task:
                 stats_task.cancel()
@@ -431,6 +488,8 @@ class Engine:
 
     async def _start_nodes(self) -> None:
         for rt in self.nodes.values():
+            if self.entry is not None and rt.spec.source:
+                continue  # a rerun: triggers stay quiet (a watched folder may be gone)
             try:
                 await rt.node.start()
             except Exception as exc:
@@ -488,6 +547,11 @@ class Engine:
                  "tool_cost_usd": round(cost.tool_cost_usd, 10)}
         if self.bus.active:
             self.bus.publish(self.stats())
+            if self._record_inputs:
+                try:
+                    self.bus.publish(self.replay())
+                except Exception:  # a run's end must not fail for its recording
+                    log.exception("could not record the run's inputs for a rerun")
             self.bus.publish(RunFinished(
                 status=status, reason=reason, message=self._message,  # type: ignore[arg-type]
                 in_flight=self._in_flight, duration_ms=duration, errors=self._uncaught,
@@ -495,6 +559,22 @@ class Engine:
         return RunResult(status=status, errors=self._uncaught, duration_ms=duration,
                          reason=reason, message=self._message, in_flight=self._in_flight,
                          **spent)
+
+    def _start_entry(self) -> None:
+        """Run ``entry`` as the run's one source (counted in flight)."""
+        self._inflight += 1
+        task = self._loop.create_task(self._run_entry())  # type: ignore[union-attr]
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    async def _run_entry(self) -> None:
+        try:
+            await self.entry(self)  # type: ignore[misc]
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            _log_traceback("the run's entry (%s) failed", "rerun", exc)
+            self._end("failed", error_text(exc))
 
     def _spawn(self, coro: Any, rt: NodeRuntime) -> asyncio.Task | None:
         if self._done.done():  # type: ignore[union-attr]
@@ -576,8 +656,8 @@ class Engine:
 
     def _deliver_slow(self, rt: NodeRuntime, msg: dict, depth: int) -> None:
         """The rest of _deliver for a message already counted in at ``rt``."""
-        if rt.budget > 0 and self._record:
-            rt.record(rt.last_in, msg)
+        if rt.budget > 0:
+            rt.record_in(msg)
         if rt.is_async:
             if self._spawn(self._run_async(rt, msg), rt) is not None:
                 rt.starting += 1
@@ -642,6 +722,7 @@ class Engine:
     async def _run_async(self, rt: NodeRuntime, msg: dict) -> None:
         rt.starting -= 1
         rt.active += 1
+        t0 = time.perf_counter()
         try:
             if rt.sem is not None:
                 async with rt.sem:
@@ -655,6 +736,7 @@ class Engine:
             return
         finally:
             rt.active -= 1
+            rt.busy += time.perf_counter() - t0
         if result is not DROP:
             self._forward(rt, msg, result, 0)
 
@@ -787,8 +869,11 @@ class Engine:
         rt.n_in += 1
         if rt.budget > 0 and self._record:
             rt.record(rt.last_in, msg)
+        if self._calls is not None:
+            self._keep_call(msg)
         rt.active += 1
         msg.pop(TOOL_DATA, None)
+        t0 = time.perf_counter()
         try:
             if rt.is_async:
                 if rt.sem is not None:
@@ -819,6 +904,7 @@ class Engine:
             return tool_response(msg, error=text)
         finally:
             rt.active -= 1
+            rt.busy += time.perf_counter() - t0
         data = msg.pop(TOOL_DATA, None) or {"status": "completed"}
         rt.n_out += 1
         response = tool_response(msg, data=data)
@@ -828,14 +914,74 @@ class Engine:
             rt.record(rt.last_out, response)
         return response
 
+    # -- what a rerun needs -------------------------------------------------
+    def _keep_call(self, request: dict) -> None:
+        """A tool request as its node got it (the agent's message and the
+        validated arguments), for ``runs rerun --call``; tool calls are rare
+        enough to keep each, the newest REPLAY_CALLS."""
+        calls = self._calls
+        assert calls is not None
+        if len(calls) >= REPLAY_CALLS:
+            del calls[next(iter(calls))]
+        calls[str(request.get(TOOL_CALLER_ID, ""))] = to_jsonable(
+            request, limit=SNAPSHOT_LIMIT, text=redact, items=SNAPSHOT_ITEMS)
+
+    def _keep_variables(self) -> Any:
+        """The flow variables (Set Variable's flow scope) as the run ends,
+        before its resources are closed: a rerun from a node starts with
+        them, since the nodes that set them are upstream and do not run."""
+        from .expressions import FLOW_VARIABLES
+
+        found = self._resources.get(FLOW_VARIABLES)
+        if not isinstance(found, dict) or not found:
+            return {}
+        return to_jsonable(found, limit=SNAPSHOT_LIMIT, text=redact, items=SNAPSHOT_ITEMS)
+
+    def replay(self) -> RunReplay:
+        """The run.replay event: see events.RunReplay. Built once, at the end."""
+        flow = to_jsonable(self.flow.to_json(), text=redact)
+        room = [REPLAY_BYTES]
+        dropped = 0
+
+        def fits(value: Any) -> bool:
+            size = _json_size(value)
+            if size > REPLAY_MESSAGE_BYTES or size > room[0]:
+                return False
+            room[0] -= size
+            return True
+
+        inputs: dict[str, list[Any]] = {}
+        for rt in self.nodes.values():
+            if rt.inputs:
+                kept = [m for m in rt.inputs if fits(m)]
+                dropped += len(rt.inputs) - len(kept)
+                if kept:
+                    inputs[rt.id] = kept
+        calls = {}
+        for caller_id, request in (self._calls or {}).items():
+            if fits(request):
+                calls[caller_id] = request
+            else:
+                dropped += 1
+        variables = self._variables if fits(self._variables) else {}
+        return RunReplay(
+            flow=flow, flow_hash=flow_hash(flow), inputs=inputs,
+            received={rt.id: rt.count_in for rt in self.nodes.values() if rt.inputs},
+            calls=calls, variables=variables or {}, dropped=dropped,
+            busy_ms={rt.id: round(rt.busy * 1000, 3) for rt in self.nodes.values() if rt.busy})
+
     # -- stats --------------------------------------------------------------
     async def _stats_loop(self) -> None:
+        # While a node has budget left, its messages leave the chain loop to
+        # be recorded (the gate); a rerun wants more of them than the
+        # inspector shows, so recording inputs raises the budget.
+        budget = REPLAY_INPUTS if self._record_inputs else LAST_MESSAGES
         while True:
-            if self._record:
+            if self._record or self._record_inputs:
                 for rt in self.nodes.values():
                     if rt.budget <= 0:
                         rt.gate += 1
-                    rt.budget = LAST_MESSAGES
+                    rt.budget = budget
             await asyncio.sleep(STATS_INTERVAL)
             if self.bus.active:
                 self.bus.publish(self.stats())
@@ -856,6 +1002,23 @@ class Engine:
                 last[rt.id] = {"in": list(rt.last_in), "out": list(rt.last_out)}
         return Stats(nodes=nodes, wires=wires, last=last, last_wire=last_wire,
                      elapsed_ms=(time.perf_counter() - self._started) * 1000)
+
+
+def flow_hash(flow_json: dict[str, Any]) -> str:
+    """A flow's identity for run history: sha256 of its canonical JSON (key
+    order and spacing do not count), so one stored copy serves every run of
+    the same flow and a rerun can tell whether a file changed since."""
+    text = json.dumps(flow_json, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _json_size(value: Any) -> int:
+    try:
+        import orjson
+
+        return len(orjson.dumps(value))
+    except Exception:  # an int past 64 bits, say: the slow way
+        return len(json.dumps(value, ensure_ascii=False, default=str))
 
 
 FLOW_DIR = "{flow_dir}"

@@ -50,6 +50,12 @@ class RunStarted(Event):
     path: str = ""
     nodes: int = 0
     trace: bool = False
+    # A rerun (``switchboard runs rerun``): the run it repeats, and where it
+    # started: the node its recorded inputs went into, or the one tool call
+    # (caller id) it repeated. "" for an ordinary run.
+    rerun_of: str = ""
+    from_node: str = ""
+    call: str = ""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -77,6 +83,29 @@ class RunFinished(Event):
     usage: dict[str, int] = field(default_factory=dict)
     cost_usd: float | None = None
     tool_cost_usd: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class RunReplay(Event):
+    """What a rerun of this run needs, published once just before
+    ``run.finished``: the flow as it ran (``flow``, and ``flow_hash`` of its
+    text; history keeps one copy per distinct flow), per node the messages
+    that reached it (``inputs``: a sample, newest last, at most
+    engine.REPLAY_INPUTS each, cut like every recorded message) and how many
+    did (``received``), the tool requests by caller id (``calls``), the
+    flow variables at the end (``variables``) and the milliseconds each node
+    that awaits spent on its messages (``busy_ms``; inline nodes are not
+    timed: that would cost the hot path)."""
+
+    type: Literal["run.replay"] = "run.replay"
+    flow: dict[str, Any] = field(default_factory=dict)
+    flow_hash: str = ""
+    inputs: dict[str, list[Any]] = field(default_factory=dict)
+    received: dict[str, int] = field(default_factory=dict)
+    calls: dict[str, Any] = field(default_factory=dict)
+    variables: dict[str, Any] = field(default_factory=dict)
+    busy_ms: dict[str, float] = field(default_factory=dict)
+    dropped: int = 0  # recorded messages left out for the size bound
 
 
 @dataclass(slots=True, kw_only=True)
@@ -207,13 +236,16 @@ class LlmRequest(Event):
 @dataclass(slots=True, kw_only=True)
 class LlmDelta(Event):
     """Part of an answer as it streams in: the text that arrived since the
-    last delta of this turn (coalesced: a few per second per agent)."""
+    last delta of this turn (coalesced: a few per second per agent).
+    ``restart``: the stream broke and is played again from its start (a
+    retry); a viewer drops what it showed of this turn, then appends."""
 
     type: Literal["llm.delta"] = "llm.delta"
     agent: str
     parent: str = ""
     turn: int = 0
     text: str = ""
+    restart: bool = False
 
 
 @dataclass(slots=True, kw_only=True)
@@ -226,6 +258,30 @@ class LlmResponse(Event):
     text: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
+    ms: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class HookFired(Event):
+    """An agent's lifecycle hook (runtime.agent.hooks) sent its message.
+    ``hook``: on_start, on_turn, on_tool or on_end; ``phase``: "before" a
+    tool call (a blocking on_tool) or "after" it; ``targets``: the flows it
+    reached. ``outcome``: sent (not blocking: the agent went on at once), or
+    what the blocking hook decided (continue, replaced, vetoed, stopped) or
+    timeout (no AI Hook Result within the agent's hook_timeout_seconds);
+    ``ms``: how long the agent waited."""
+
+    type: Literal["hook.fired"] = "hook.fired"
+    agent: str
+    parent: str = ""
+    hook: str
+    phase: str = ""
+    blocking: bool = False
+    targets: int = 0
+    turn: int = 0
+    tool: str = ""
+    outcome: Literal["sent", "continue", "replaced", "vetoed", "stopped", "timeout"] = "sent"
+    reason: str = ""
     ms: float = 0.0
 
 
@@ -262,9 +318,9 @@ class Log(Event):
 
 
 AnyEvent = Annotated[
-    RunStarted | RunFinished | NodeStatus | Debug | NodeError | ToolCall | ToolResult
+    RunStarted | RunFinished | RunReplay | NodeStatus | Debug | NodeError | ToolCall | ToolResult
     | ToolStatus | ToolApproval | ToolDecision | LlmRequest | LlmDelta | LlmResponse | Stats
-    | MessageSent | Log,
+    | MessageSent | Log | HookFired,
     Field(discriminator="type"),
 ]
 @functools.cache

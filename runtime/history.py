@@ -16,6 +16,10 @@ What is kept, and why:
   last message is in that final ``stats`` anyway.
 - A run stops recording past ``MAX_EVENTS`` (a traced flood of hops); the
   run row says how many events were dropped.
+- ``run.replay`` (what a rerun needs: the flow as it ran, the messages that
+  reached each node) is stored without its flow: the flow's text goes to
+  the ``flows`` table once per distinct flow (by hash), so a hundred runs of
+  one flow keep one copy; ``replays`` says which run ran which.
 
 Writes are buffered and go to disk in one transaction per ``flush()`` (the
 designer flushes a few times a second), so a fast flow costs one commit per
@@ -24,18 +28,20 @@ tick, not one per event. WAL mode lets a reader list runs while a run writes.
 
 from __future__ import annotations
 
+import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .events import Event, MessageSent, RunFinished, RunStarted, Stats, parse_event
+from .events import Event, MessageSent, RunFinished, RunReplay, RunStarted, Stats, parse_event
 from .paths import DATA_DIR_ENV, data_dir  # noqa: F401 - re-exported
 
 DB_NAME = "history.sqlite3"
 MAX_EVENTS = 200_000
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -57,6 +63,14 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS runs_started ON runs(started);
+CREATE TABLE IF NOT EXISTS flows (
+    hash    TEXT PRIMARY KEY,
+    content TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS replays (
+    run_id    TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    flow_hash TEXT NOT NULL
+) WITHOUT ROWID;
 """
 
 
@@ -119,6 +133,38 @@ class History:
             "FROM runs WHERE id=?", (run_id,)).fetchone()
         return RunInfo(*row) if row else None
 
+    def find(self, prefix: str) -> list[str]:
+        """The ids of the runs whose id starts with ``prefix``, newest first
+        (``runs show 3fa`` names a run by as much of its id as is unique)."""
+        if not re.fullmatch(r"[0-9A-Za-z_-]{1,64}", prefix):
+            return []
+        rows = self._db.execute(
+            "SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY started DESC LIMIT 50",
+            (len(prefix), prefix)).fetchall()
+        return [r[0] for r in rows]
+
+    def edge_events(self, run_id: str) -> tuple[Event | None, Event | None]:
+        """A run's first and last stored event (run.started, and run.finished
+        once it ended, which carries its cost): two indexed look-ups, for
+        lists that must not read every event of every run."""
+        out: list[Event | None] = []
+        for order in ("ASC", "DESC"):
+            row = self._db.execute(f"SELECT data FROM events WHERE run_id=? ORDER BY seq {order} "
+                                   "LIMIT 1", (run_id,)).fetchone()
+            try:
+                out.append(parse_event(row[0]) if row else None)
+            except ValueError:
+                out.append(None)
+        return out[0], out[1]
+
+    def flow_of(self, run_id: str) -> dict | None:
+        """The flow as the run ran it (None: not kept, e.g. a run cut off
+        before its end)."""
+        row = self._db.execute(
+            "SELECT f.content FROM replays r JOIN flows f ON f.hash = r.flow_hash "
+            "WHERE r.run_id=?", (run_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
     def events(self, run_id: str) -> list[Event]:
         """The run's events in the order they happened."""
         rows = self._db.execute(
@@ -137,6 +183,9 @@ class History:
         with self._transaction():
             self._db.executemany("DELETE FROM events WHERE run_id=?", [(i,) for i in ids])
             cur = self._db.executemany("DELETE FROM runs WHERE id=?", [(i,) for i in ids])
+            # Their replays went with them (ON DELETE CASCADE): drop the flows
+            # no run names any more.
+            self._db.execute("DELETE FROM flows WHERE hash NOT IN (SELECT flow_hash FROM replays)")
         return cur.rowcount
 
     def prune(self, keep: int = 200) -> int:
@@ -190,6 +239,10 @@ class RunRecorder:
             msgid = event.msg.get("_msgid", "") if isinstance(event.msg, dict) else ""
             self._add(event.model_copy(update={"msg": {"_msgid": msgid}}))
             return
+        if isinstance(event, RunReplay):
+            self._keep_flow(event)
+            self._add(event.model_copy(update={"flow": {}}))
+            return
         if isinstance(event, RunFinished):
             self._release_stats(full=True)
             self._add(event)
@@ -206,6 +259,16 @@ class RunRecorder:
                 "INSERT OR REPLACE INTO runs (id, flow, path, started, status) "
                 "VALUES (?, ?, ?, ?, 'running')",
                 (event.run_id, event.flow, event.path, event.ts or time.time()))
+
+    def _keep_flow(self, event: RunReplay) -> None:
+        if not event.flow or not event.flow_hash:
+            return
+        content = json.dumps(event.flow, ensure_ascii=False)
+        with self.history._transaction():
+            self.history._db.execute("INSERT OR IGNORE INTO flows (hash, content) VALUES (?, ?)",
+                                     (event.flow_hash, content))
+            self.history._db.execute("INSERT OR REPLACE INTO replays (run_id, flow_hash) "
+                                     "VALUES (?, ?)", (self.run_id, event.flow_hash))
 
     def _hold_stats(self, event: Stats) -> None:
         # Keep the newest stats back: whether it is stored whole depends on
