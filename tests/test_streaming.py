@@ -121,8 +121,11 @@ async def test_a_stream_dropped_half_way_is_played_again_whole(llm, kind):
     assert result.status == "ok", rec.of("node.error")
     assert len(llm.requests) == 2
     deltas, responses = deltas_then_answer(rec)
-    # The first attempt's half, then an empty delta (start again), then the whole.
-    restart = deltas.index("")
+    # The first attempt's half, then a restart delta (start again), then the whole.
+    flags = [e.restart for e in rec.of("llm.delta")]
+    assert flags.count(True) == 1
+    restart = flags.index(True)
+    assert deltas[restart] == ""
     assert 0 < len("".join(deltas[:restart])) < len(ANSWER)
     assert ANSWER.startswith("".join(deltas[:restart]))
     assert "".join(deltas[restart + 1:]) == ANSWER

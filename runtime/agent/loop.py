@@ -268,8 +268,9 @@ def _as_seen(instructions: str, conversation: list[dict[str, Any]]) -> list[dict
 
 def _deltas(bus: EventBus, agent_id: str, parent: str, turn: int) -> DeltaCoalescer:
     """The turn's text as it streams in, as ``llm.delta`` events: coalesced
-    to at most ~20 a second (a fast model cannot flood the bus). An empty
-    text means the stream is played again from its start (a retry)."""
+    to at most ~20 a second (a fast model cannot flood the bus). A delta
+    with ``restart`` says the stream is played again from its start (a
+    retry)."""
     return _TurnDeltas(bus, agent_id, parent, turn)
 
 
@@ -291,7 +292,7 @@ class _TurnDeltas(DeltaCoalescer):
         if not text and not final:  # played again from its start
             self.raw.clear()
             self.sent = 0
-            self._publish("")
+            self._publish("", restart=True)
             return
         self.raw.append(text)
         shown = redact("".join(self.raw))
@@ -300,9 +301,9 @@ class _TurnDeltas(DeltaCoalescer):
             self._publish(shown[self.sent:safe])
             self.sent = safe
 
-    def _publish(self, text: str) -> None:
+    def _publish(self, text: str, restart: bool = False) -> None:
         self.bus.publish(LlmDelta(agent=self.agent_id, parent=self.parent, turn=self.turn,
-                                  text=text))
+                                  text=text, restart=restart))
 
     def flush(self) -> None:
         super().flush()

@@ -30,6 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from runtime.cost import fmt_usd
+
 from .common import (
     COLORS,
     ROLE_COLORS,
@@ -152,8 +154,11 @@ def usage_text(conv: Conversation | None) -> str:
     out = usage.get("output_tokens", usage.get("completion_tokens", 0))
     turns = len(conv.turns)
     model = f"{conv.provider} · {conv.model}  ·  " if conv.model or conv.provider else ""
+    cached = usage.get("cached_tokens", 0)
+    cost = fmt_usd(conv.cost_usd)
     return (f"{model}{turns} turn{'s' if turns != 1 else ''}  ·  "
-            f"{inp:,} tokens in  ·  {out:,} out")
+            f"{inp:,} tokens in{f' ({cached:,} cached)' if cached else ''}  ·  {out:,} out"
+            + (f"  ·  {cost}" if cost else ""))
 
 
 # -- the tree: turns, their calls, and the agents those calls ran ------------------
@@ -259,7 +264,37 @@ def usage_short(turn: Turn) -> str:
     u = turn.usage
     inp = u.get("input_tokens", u.get("prompt_tokens", 0))
     out = u.get("output_tokens", u.get("completion_tokens", 0))
-    return f"{inp:,} in · {out:,} out" if inp or out else ""
+    text = f"{inp:,} in · {out:,} out" if inp or out else ""
+    cost = fmt_usd(turn.cost_usd)
+    return f"{text} · {cost}" if text and cost else text or cost
+
+
+def activity_lines(model: RunModel, conv: Conversation | None,
+                   name_of: Any = str, limit: int = 6) -> list[str]:
+    """A line per tool this conversation's agent has at work, as a chat
+    shows it: "Send email…", "Crawl site: page 2 of 5 (40%)", "Approve
+    payment: waiting for approval"."""
+    if conv is None:
+        return []
+    lines = []
+    for call in model.tool_calls.values():
+        if call.agent != conv.agent or call.parent != conv.parent or not call.live:
+            continue
+        who = name_of(call.node) if call.node else call.tool
+        if call.phase == "progress" and (call.progress_text or call.progress is not None):
+            pct = f"{call.progress:.0%}" if call.progress is not None else ""
+            said = f"{call.progress_text} ({pct})" if call.progress_text and pct else (
+                call.progress_text or pct)
+            lines.append(f"{who}: {said}")
+        elif call.phase == "waiting_approval":
+            lines.append(f"{who}: waiting for approval")
+        elif call.phase == "queued":
+            lines.append(f"{who}: queued")
+        else:
+            lines.append(f"{who}…")
+    if len(lines) > limit:
+        lines = [*lines[:limit - 1], f"and {len(lines) - limit + 1} more…"]
+    return lines
 
 
 TREE_COLUMNS = ["Step", "Arguments", "Result", "Status", "Duration"]
@@ -491,6 +526,12 @@ class AgentTab(QWidget):
         self.send = QPushButton("Send")
         self.send.setDefault(True)
         self.send.clicked.connect(self.submit)
+        # A line per tool at work ("Crawl site: page 2 of 5"), over the prompt.
+        self.activity = QLabel()
+        self.activity.setTextFormat(Qt.TextFormat.RichText)
+        self.activity.setWordWrap(True)
+        self.activity.setContentsMargins(10, 6, 10, 0)
+        self.activity.setVisible(False)
         chat = QHBoxLayout()
         chat.setContentsMargins(8, 6, 8, 8)
         chat.setSpacing(8)
@@ -502,6 +543,7 @@ class AgentTab(QWidget):
         layout.setSpacing(0)
         layout.addLayout(bar)
         layout.addWidget(self.pages, 1)
+        layout.addWidget(self.activity)
         layout.addLayout(chat)
         self._shown_conv_count = -1
         self.reload_agents()
@@ -608,6 +650,7 @@ class AgentTab(QWidget):
                         f"to {html.escape(self.ctx.name_of(agent))}.")
             self.view.setHtml(f'<p style="color: {COLORS["muted"]};">{text}</p>')
             self.usage.setText("")
+            self._show_activity(None)
             return
         pending = conv.turns and conv.turns[-1].t1 is None
         waiting = ""
@@ -619,8 +662,21 @@ class AgentTab(QWidget):
             waiting = f'<p style="color: {COLORS["muted"]};">… waiting for the LLM</p>'
         self.view.setHtml(conversation_html(conv, self._instructions(conv.agent)) + waiting)
         self.usage.setText(usage_text(conv))
+        self._show_activity(conv)
         if at_bottom or pending:
             bar.setValue(bar.maximum())
+
+    def _show_activity(self, conv: Conversation | None) -> None:
+        lines = activity_lines(self.ctx.model, conv, self.ctx.name_of)
+        self.activity.setVisible(bool(lines))
+        if lines:
+            dot = f'<span style="color: {COLORS["running"]};">⟳</span>'
+            self.activity.setText("<br>".join(f"{dot}&nbsp; {html.escape(line)}"
+                                              for line in lines))
+
+    def activity_text(self) -> list[str]:
+        """The running tools' lines as shown (tests read them)."""
+        return activity_lines(self.ctx.model, self.current_conversation(), self.ctx.name_of)
 
     def _instructions(self, agent: str) -> str:
         fnode = self.ctx.flow.node(agent) if self.ctx.flow is not None else None

@@ -49,6 +49,18 @@ class ToolCallRecord:
     # tool.approval and tool.decision, when the call waited for a person.
     approval: dict[str, Any] | None = None
     decision: dict[str, Any] | None = None
+    # The latest tool.status: phase, and the node's progress (0..1, text).
+    phase: str = ""
+    progress: float | None = None
+    progress_text: str = ""
+
+    @property
+    def live(self) -> bool:
+        """Still at work: no result yet, or a background task (answered at
+        once with its tracking id) whose end has not come."""
+        if self.phase:
+            return self.phase not in ("succeeded", "failed", "cancelled")
+        return self.status == "running"
 
 
 @dataclass
@@ -62,6 +74,8 @@ class Turn:
     ms: float = 0.0
     #: The answer so far, from llm.delta events, while the turn streams in.
     streamed: str = ""
+    #: What this request cost, where the model's price is known.
+    cost_usd: float | None = None
 
 
 @dataclass
@@ -85,6 +99,11 @@ class Conversation:
                 if isinstance(n, (int, float)) and not isinstance(n, bool):
                     total[key] = total.get(key, 0) + int(n)
         return total
+
+    @property
+    def cost_usd(self) -> float | None:
+        known = [t.cost_usd for t in self.turns if t.cost_usd is not None]
+        return sum(known) if known else None
 
     @property
     def transcript(self) -> list[dict[str, Any]]:
@@ -178,6 +197,8 @@ class RunModel:
         for call in self.tool_calls.values():
             if call.status == "running":
                 call.status = "cancelled"
+            if call.live:
+                call.phase = "cancelled"
                 call.t1 = self.end_t
         for spans in self.node_spans.values():
             for span in spans:
@@ -271,6 +292,15 @@ class RunModel:
             call.node = e.node
         return TOOLS
 
+    def _on_tool_status(self, e: Any) -> str:
+        call = self.tool_calls.get(e.caller_id)
+        if call is None:
+            return ""
+        call.phase = e.phase
+        if e.phase == "progress":
+            call.progress, call.progress_text = e.progress, e.text
+        return AGENTS
+
     def _on_tool_approval(self, e: Any) -> str:
         call = self.tool_calls.get(e.caller_id)
         if call is not None:
@@ -311,8 +341,8 @@ class RunModel:
                     None) if conv is not None else None
         if turn is None:
             return ""
-        # An empty text: the stream starts again (a retry); drop what came.
-        turn.streamed = turn.streamed + e.text if e.text else ""
+        # The stream starts again (a retry): drop what came, then append.
+        turn.streamed = ("" if getattr(e, "restart", False) else turn.streamed) + e.text
         return AGENTS
 
     def _on_llm_response(self, e: Any) -> str:
@@ -329,6 +359,7 @@ class RunModel:
             conv.turns.append(turn)
         turn.t1, turn.text, turn.tool_calls = t, e.text, list(e.tool_calls)
         turn.usage, turn.ms = dict(e.usage), e.ms
+        turn.cost_usd = getattr(e, "cost_usd", None)
         for span in reversed(self.llm_spans):
             if span.row == e.agent and span.t1 == span.t0:
                 span.t1 = t
