@@ -564,6 +564,20 @@ def tool_name(spec: NodeSpec, fnode: FlowNode) -> str | None:
     return spec.tool.name
 
 
+def offered_tool_names(spec: NodeSpec, fnode: FlowNode, registry: Registry) -> list[str]:
+    """The names a tool node offers an agent: its tool name, or one per tool
+    for a node that offers several (its class's ``tool_entries``, an MCP
+    server's); a node whose tools cannot be read offers none here (its own
+    check says why)."""
+    entries = getattr(registry.get(spec.type), "tool_entries", None)
+    if entries is None:
+        return [tool_name(spec, fnode) or ""]
+    try:
+        return [e.name for e in entries(fnode.params)]
+    except Exception:  # noqa: BLE001 - reported by the node's check()
+        return []
+
+
 def agent_cycle(flow: Flow, specs: dict[str, NodeSpec]) -> list[str] | None:
     """Agents that call each other as tools in a ring (a -> b -> a), as the
     path around it; None if there is none. A child agent runs inside its
@@ -740,13 +754,16 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                 err(f"{dspec.type} declares no tool, so it cannot be wired to the tools port of "
                     f"'{src}'", dst, field)
                 continue
-            name = tool_name(dspec, dst_node) or ""
             agent_tools = tools_by_agent.setdefault(src, {})
-            if name in agent_tools:
-                err(f"agent '{src}' has two tools named '{name}' (nodes '{agent_tools[name]}' and "
-                    f"'{dst}'); give one a different tool name", dst, "tool.name")
-            else:
-                agent_tools[name] = dst
+            several = hasattr(registry.get(dspec.type), "tool_entries")
+            for name in offered_tool_names(dspec, dst_node, registry):
+                if name in agent_tools:
+                    err(f"agent '{src}' has two tools named '{name}' (nodes '{agent_tools[name]}' "
+                        f"and '{dst}'); " + ("rename one in the node's tools list" if several
+                                             else "give one a different tool name"),
+                        dst, "params.tools" if several else "tool.name")
+                else:
+                    agent_tools[name] = dst
 
     ring = agent_cycle(flow, specs)
     if ring:

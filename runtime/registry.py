@@ -21,7 +21,7 @@ ENTRY_POINT_GROUP = "switchboard.nodes"
 # Used only when the project runs from a source tree that was never installed,
 # so its entry points are not in any distribution's metadata.
 BUILTIN_MODULES = ("nodes.core", "nodes.ai", "nodes.mail", "nodes.http", "nodes.files",
-                   "nodes.browser", "nodes.triggers")
+                   "nodes.browser", "nodes.triggers", "nodes.mcp")
 
 class Registry:
     """Node types by id. ``Registry(classes)`` makes a small one for tests."""
