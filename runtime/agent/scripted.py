@@ -8,21 +8,30 @@ A script is a list of turns; turn *n* answers the agent's *n*-th request:
      {"text": "Done: I told John his order shipped."}]
 
 ``arguments`` may be an object or JSON text (to play a model that sends bad
-JSON). A turn may give ``usage``: {"input_tokens": n, "output_tokens": n}.
-In a turn's text, ``{prompt}`` is replaced by the prompt and ``{last_result}``
-by the last tool result the agent got. After the last turn the agent gets an
-empty final answer."""
+JSON). A turn may give ``usage``: {"input_tokens": n, "output_tokens": n}
+and ``seconds``: how long its text takes to stream in, word by word (a
+demo that shows an answer growing; at most MAX_TYPING_SECONDS). In a turn's
+text, ``{prompt}`` is replaced by the prompt and ``{last_result}`` by the
+last tool result the agent got (a background task's report counts). After
+the last turn the agent gets an empty final answer."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from ..node import NodeConfigError
 from .base import LlmReply, OnDelta, Provider, ToolCallRequest
 
+#: How a background task's report starts (runtime.tools _Job.note).
+BACKGROUND_NOTE = "[background task "
+
 #: Pieces a scripted answer's text streams in (so the designer shows it grow offline).
 STREAM_PIECES = 4
+#: Longest a turn's ``seconds`` may make its text take.
+MAX_TYPING_SECONDS = 30.0
+TURN_KEYS = {"text", "tool_calls", "usage", "seconds"}
 
 
 def script_problems(script: Any) -> list[str]:
@@ -33,9 +42,14 @@ def script_problems(script: Any) -> list[str]:
     out = []
     for i, turn in enumerate(script):
         where = f"turn {i + 1}"
-        if not isinstance(turn, dict) or not set(turn) <= {"text", "tool_calls", "usage"}:
-            out.append(f"{where}: a turn is an object with text and/or tool_calls (and usage)")
+        if not isinstance(turn, dict) or not set(turn) <= TURN_KEYS:
+            out.append(f"{where}: a turn is an object with text and/or tool_calls (and usage, "
+                       "seconds)")
             continue
+        seconds = turn.get("seconds", 0)
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
+                or not 0 <= seconds <= MAX_TYPING_SECONDS:
+            out.append(f"{where}: seconds must be a number from 0 to {MAX_TYPING_SECONDS:g}")
         if "text" in turn and not isinstance(turn["text"], str):
             out.append(f"{where}: text must be a string")
         calls = turn.get("tool_calls", [])
@@ -71,10 +85,17 @@ class ScriptedProvider(Provider):
         if text and "{" in text:
             text = self._fill(text, messages)
         if on_delta is not None and text:
-            size = -(-len(text) // STREAM_PIECES)
-            for at in range(0, len(text), size):
-                on_delta(text[at:at + size])
-                await asyncio.sleep(0)  # let whoever watches see the pieces arrive
+            seconds = float(step.get("seconds") or 0)
+            if seconds:  # word by word over that time, as a model types
+                pieces = re.findall(r"\S+\s*|\s+", text)
+                for piece in pieces:
+                    on_delta(piece)
+                    await asyncio.sleep(seconds / len(pieces))
+            else:
+                size = -(-len(text) // STREAM_PIECES)
+                for at in range(0, len(text), size):
+                    on_delta(text[at:at + size])
+                    await asyncio.sleep(0)  # let whoever watches see the pieces arrive
         usage = step.get("usage") or {}
         return LlmReply(text=text, tool_calls=calls,
                         usage={"input_tokens": int(usage.get("input_tokens", 0)),
@@ -83,5 +104,7 @@ class ScriptedProvider(Provider):
     @staticmethod
     def _fill(text: str, messages: list[dict[str, Any]]) -> str:
         prompt = next((m["content"] for m in messages if m["role"] == "user"), "")
-        last = next((m["content"] for m in reversed(messages) if m["role"] == "tool"), "")
+        last = next((m["content"] for m in reversed(messages) if m["role"] == "tool"
+                     or (m["role"] == "user" and str(m["content"]).startswith(BACKGROUND_NOTE))),
+                    "")
         return text.replace("{prompt}", str(prompt)).replace("{last_result}", str(last))
