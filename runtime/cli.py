@@ -64,21 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a flow headless; debug output as JSON lines",
                        epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("flow")
-    r.add_argument("--events", metavar="FILE", help="write every event as JSON lines to FILE")
-    r.add_argument("--trace", action="store_true",
-                   help="print every message hop to stderr (source -> target [port] and the "
-                        "payload) and record it in --events and the run history")
-    r.add_argument("--timeout", type=float, metavar="S", help="stop the run after S seconds")
     r.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
                    help="override a param with a fixed value (JSON if it parses, else text)")
-    r.add_argument("--max-in-flight", type=int, metavar="N",
-                   help="fail the run as a message storm past N messages in flight "
-                        "(default: the flow's setting, else 100000)")
-    r.add_argument("--no-history", action="store_true", help="do not record the run in history")
-    r.add_argument("--approve", default="ask", metavar="ask|auto|deny|POLICY.json",
-                   help="who decides on tool calls that need approval: ask on the terminal "
-                        "(the default; refused when there is none), approve all, deny all, "
-                        "or the rules of a policy file")
+    _add_run_options(r)
 
     v = sub.add_parser("validate", help="check a flow; exit 2 with the reasons")
     v.add_argument("flow")
@@ -90,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("flow")
 
     _add_mcp_parser(sub)
+    from runtime.runs import add_parser as add_runs_parser
+
+    add_runs_parser(sub, _Parser, _add_run_options)
 
     pk = sub.add_parser("package", help="make, install and list node packages (plugins)")
     pks = pk.add_subparsers(dest="package_command", required=True, parser_class=_Parser)
@@ -117,6 +108,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _add_run_options(r: argparse.ArgumentParser) -> None:
+    """What ``run`` and ``runs rerun`` share: both are runs."""
+    r.add_argument("--events", metavar="FILE", help="write every event as JSON lines to FILE")
+    r.add_argument("--trace", action="store_true",
+                   help="print every message hop to stderr (source -> target [port] and the "
+                        "payload) and record it in --events and the run history")
+    r.add_argument("--timeout", type=float, metavar="S", help="stop the run after S seconds")
+    r.add_argument("--max-in-flight", type=int, metavar="N",
+                   help="fail the run as a message storm past N messages in flight "
+                        "(default: the flow's setting, else 100000)")
+    r.add_argument("--no-history", action="store_true", help="do not record the run in history")
+    r.add_argument("--approve", default="ask", metavar="ask|auto|deny|POLICY.json",
+                   help="who decides on tool calls that need approval: ask on the terminal "
+                        "(the default; refused when there is none), approve all, deny all, "
+                        "or the rules of a policy file")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
@@ -128,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None or args.command == "design":
             return _design(args)
         handler = {"run": _run, "validate": _validate, "nodes": _nodes, "tools": _tools,
-                   "package": _package, "credentials": _credentials, "mcp": _mcp}[args.command]
+                   "package": _package, "credentials": _credentials, "mcp": _mcp,
+                   "runs": _runs}[args.command]
         return handler(args)
     except UsageError as exc:
         print(f"switchboard: {exc}", file=sys.stderr)
@@ -195,23 +204,37 @@ def raw_text(item: str) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from runtime.engine import Engine
-    from runtime.events import EventBus, JsonlWriter
-    from runtime.flow import FlowError, validate_flow
+    approver = _run_options(args)
+    flow = _load(args.flow, validate=False)
+    return _run_flow(flow, args.flow, args.set, args, approver)
+
+
+def _run_options(args: argparse.Namespace):
+    """Check the options every run has; the approver they name."""
+    from runtime.approval import approver_for
 
     if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"--timeout {args.timeout:g}: must be more than 0 seconds")
     if args.max_in_flight is not None and args.max_in_flight < 1:
         raise UsageError(f"--max-in-flight {args.max_in_flight}: must be at least 1")
-    from runtime.approval import People, approver_for
-
     try:
-        approver = approver_for(args.approve)
+        return approver_for(args.approve)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    flow = _load(args.flow, validate=False)
-    apply_sets(flow, args.set, args.flow)
-    problems = validate_flow(flow, file=args.flow)
+
+
+def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approver,
+              prepare=None) -> int:
+    """Run ``flow`` headless as ``switchboard run`` does (debug lines on
+    stdout, history, signals, exit code); ``prepare(engine)`` may set the
+    engine up first (a rerun's entry)."""
+    from runtime.approval import People
+    from runtime.engine import Engine
+    from runtime.events import EventBus, JsonlWriter
+    from runtime.flow import FlowError, validate_flow
+
+    apply_sets(flow, sets, file)
+    problems = validate_flow(flow, file=file)
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         for problem in errors:
@@ -268,9 +291,13 @@ def _run(args: argparse.Namespace) -> int:
         bus.subscribe(writer)
     recorder = None if args.no_history else _history_recorder(bus)
     try:
-        engine = Engine(flow, bus=bus, trace=args.trace, record=bool(args.trace), file=args.flow,
+        # record: the last messages of each node go to history with the run
+        # (what `runs diff` compares), as in the designer.
+        engine = Engine(flow, bus=bus, trace=args.trace, record=True, file=file,
                         max_in_flight=args.max_in_flight, validated=True)
         engine.people = People(approver)  # type: ignore[attr-defined]
+        if prepare is not None:
+            prepare(engine)
     except FlowError as exc:
         for problem in exc.problems:
             print(str(problem), file=sys.stderr)
@@ -293,6 +320,33 @@ def _run(args: argparse.Namespace) -> int:
         print(f"switchboard: stopped after {args.timeout:g} s" + _unfinished(result.in_flight),
               file=sys.stderr)
     return exit_code(result.reason, result.in_flight, result.errors, guard.signal)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    """``switchboard runs ...`` (runtime.runs); a rerun is run like ``run``."""
+    from runtime import runs
+    from runtime.history import History
+
+    try:
+        if args.runs_command != "rerun":
+            return runs.command(args)
+        approver = _run_options(args)
+        with History() as history:
+            plan = runs.plan_rerun(history, args.id, from_node=args.from_node, sets=args.set,
+                                   call=args.call, args_json=args.args)
+    except runs.RunsError as exc:
+        raise UsageError(str(exc)) from None
+    for note in plan.notes:
+        print(f"switchboard: note: {note}", file=sys.stderr)
+    code = _run_flow(plan.flow, plan.file, plan.param_sets, args, approver, plan.prepare)
+    if plan.engine is None:
+        return code  # the flow did not validate: said so already
+    code, lines, out = plan.report(code)
+    if out:
+        print(out, flush=True)
+    for line in lines:
+        print(f"switchboard: {line}", file=sys.stderr)
+    return code
 
 
 def _node_names(flow) -> dict[str, str]:

@@ -254,11 +254,15 @@ class RunRecorder:
     def _start(self, event: RunStarted) -> None:
         self.run_id = event.run_id
         self._seq = 0
+        # The recorder runs in the run's own process: a path relative to its
+        # working folder is made whole here, so a rerun finds the file (and
+        # its {flow_dir}) from anywhere.
+        path = str(Path(event.path).absolute()) if event.path else ""
         with self.history._transaction():
             self.history._db.execute(
                 "INSERT OR REPLACE INTO runs (id, flow, path, started, status) "
                 "VALUES (?, ?, ?, ?, 'running')",
-                (event.run_id, event.flow, event.path, event.ts or time.time()))
+                (event.run_id, event.flow, path, event.ts or time.time()))
 
     def _keep_flow(self, event: RunReplay) -> None:
         if not event.flow or not event.flow_hash:
