@@ -21,6 +21,7 @@ from runtime.engine import RunResult
 from runtime.events import Event
 from runtime.flow import Problem
 
+from .mcp_dialog import serve_action_for
 from .panels.inspector import Inspector
 from .panels.inspector.common import COLORS, fmt_duration
 from .panels.inspector.dock import InspectorDock
@@ -143,6 +144,7 @@ class RunSession(QObject):
         if isinstance(extra, list):
             # the editor calls each with the node id and adds what comes back
             extra.append(self._try_action_for)
+            extra.append(lambda node_id: serve_action_for(self, node_id))
         menu = self._menu_of(self.run_action)
         if menu is not None:
             menu.addSeparator()

@@ -32,7 +32,7 @@ import os
 import secrets
 import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -386,16 +386,14 @@ class HttpEndpoint:
     tools: ToolServer
     sock: socket.socket
     token: str
+    host: str = field(init=False)
+    port: int = field(init=False)
     _server: Any = field(default=None, repr=False)
     _stop: bool = False
 
-    @property
-    def host(self) -> str:
-        return self.sock.getsockname()[0]
-
-    @property
-    def port(self) -> int:
-        return self.sock.getsockname()[1]
+    def __post_init__(self) -> None:
+        # Kept: the socket is closed when serving ends.
+        self.host, self.port = self.sock.getsockname()[:2]
 
     @property
     def url(self) -> str:
@@ -441,19 +439,26 @@ class HttpEndpoint:
 
 # -- a serving run --------------------------------------------------------------
 
-async def serve_run(tools: ToolServer, running: Awaitable[RunResult],
-                    serve: Callable[[], Awaitable[None]],
-                    stop_serving: Callable[[], None] | None = None) -> RunResult:
-    """Serve ``tools`` while their engine runs: ``running`` is the engine's
-    run (not yet started); ``serve()`` serves until the client leaves or
-    ``stop_serving()`` (HTTP) is called.
+def serve_run(tools: ToolServer, running: Awaitable[RunResult],
+              serve: Callable[[], Awaitable[None]],
+              stop_serving: Callable[[], None] | None = None) -> Coroutine[Any, Any, RunResult]:
+    """Serve ``tools`` while their engine runs: ``running`` awaits the
+    engine's run; ``serve()`` serves until the client leaves or
+    ``stop_serving()`` (HTTP) is called. Await what this returns.
 
-    The run is held open while serving (the engine's in-flight count): when
-    serving ends, the run ends as completed once its calls have settled;
-    when the run ends first (a signal stopped it, a node failed to start),
-    serving stops."""
+    The run is held open while serving (the engine's in-flight count), from
+    this call on: the engine's run must not have taken its first step yet
+    (with every source quiet it would end at once). When serving ends, the
+    run ends as completed once its calls have settled; when the run ends
+    first (a signal stopped it, a node failed to start), serving stops."""
+    tools.engine.hold()
+    return _serve_run(tools, running, serve, stop_serving)
+
+
+async def _serve_run(tools: ToolServer, running: Awaitable[RunResult],
+                     serve: Callable[[], Awaitable[None]],
+                     stop_serving: Callable[[], None] | None) -> RunResult:
     engine = tools.engine
-    engine.hold()  # before the run starts: with every source quiet it would end at once
     run_task = asyncio.ensure_future(running)
     serving = asyncio.ensure_future(serve())
     released = False
