@@ -714,6 +714,9 @@ class ToolBridge:
         #: Wake the agent with a new turn when a background task ends
         #: (else it learns of it on its next turn).
         self.wake_on_background = False
+        #: Sends an answer given while background tasks go on (the agent
+        #: node sets it): (the message, the text).
+        self.answer_early: Callable[[dict, str], None] | None = None
         # The agent node's settings, when it has them (params of these names).
         agent = getattr(engine.nodes.get(agent_id), "node", None) if hasattr(engine, "nodes") \
             else None

@@ -373,7 +373,8 @@ async def test_the_agent_nodes_params_set_wake_and_the_cap():
     assert "max_background_tasks=1" in results[0].error
     # Woken after "started": a third turn, in the same conversation.
     assert [e.turn for e in rec.of("llm.request")] == [1, 2, 3]
-    assert rec.debug_values()[0]["payload"] == "woken: Hello"
+    # "started" answered the user at once; the woken turn's answer followed.
+    assert [d["payload"] for d in rec.debug_values()] == ["started", "woken: Hello"]
 
 
 @node("test.blocking_crawl", name="Blocking crawl", category="Test",
@@ -460,3 +461,30 @@ def test_the_agent_node_offers_the_background_settings():
     assert spec.param("wake_on_background").default is False
     assert spec.param("max_background_tasks").default == 4
     assert spec.param("wake_on_background").group == "advanced"
+
+
+async def test_with_wake_the_agent_answers_the_user_at_once_then_reports():
+    """What the agent says while its task goes on leaves the agent at once,
+    marked interim; the crawl ends only after the user has that answer, and
+    the report follows as the message's own answer."""
+    script = [{"tool_calls": [{"name": "crawl", "arguments": {"site": "g.example"}}]},
+              {"text": "I started the crawl; I will report when it ends."},
+              {"text": "Crawl done: {last_result}"}]
+    flow = agent_flow(scripted(script, wake_on_background=True), [CRAWL])
+    reg = registry()
+
+    def setup(engine):
+        def open_gate_on_first_answer(event):
+            if event.type == "debug" and "started the crawl" in str(event.value):
+                CrawlTool.gate.set()  # only now may the crawl end
+        engine.bus.subscribe(open_gate_on_first_answer)
+
+    result, rec, _ = await run(flow, reg=reg, engine_hook=setup, timeout=30)
+    assert result.status == "ok", rec.of("node.error")
+    first, second = rec.debug_values()
+    assert first["payload"] == "I started the crawl; I will report when it ends."
+    assert first["agent"]["interim"] is True
+    assert first["agent"]["background_tasks"][0].startswith("task-")
+    assert second["payload"].startswith("Crawl done: [background task task-")
+    assert '"pages": 5' in second["payload"]
+    assert "interim" not in second["agent"]

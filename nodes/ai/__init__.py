@@ -181,7 +181,19 @@ class Agent(Node):
             from runtime.tools import ToolBridge
 
             self._bridge = ToolBridge(self._rt.engine, self.id)
+            self._bridge.answer_early = self._answer_early
         return self._bridge
+
+    def _answer_early(self, msg: Message, text: str) -> None:
+        """An answer given while background tasks go on (wake_on_background):
+        sent out at once, as its own message, marked ``agent.interim``; the
+        answer that reports the tasks follows when they end."""
+        out = msg.clone()
+        self.answer.set(out, text)
+        going = self._bridge.pending() if self._bridge is not None else []
+        self.agent.set(out, {"interim": True,
+                             "background_tasks": [job.tracking_id for job in going]})
+        self.send(out)
 
     async def on_message(self, msg: Message) -> None:
         from runtime.agent.loop import run_agent

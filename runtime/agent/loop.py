@@ -167,7 +167,10 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
             if bridge is not None and bridge.should_wake():
                 # wake_on_background: the message goes on until its tasks
                 # end; each ending wakes the agent with a turn that tells it.
+                # What it said meanwhile answers the user at once.
                 conversation.append({"role": "assistant", "content": text})
+                if text and bridge.answer_early is not None and not parent:
+                    bridge.answer_early(base_msg, text)
                 await bridge.wait_ended()
                 continue
             return result
