@@ -73,3 +73,29 @@ def test_the_invoice_clerk_asks_approval_for_large_invoices_and_mails_the_approv
     assert "To: approver@northwind.example" in texts
     assert "ticket APR-4612" in texts and "ticket APR-4701" in texts
     assert "Fjord Furniture is 2450 EUR" in texts
+
+
+def test_the_site_crawl_answers_at_once_then_reports_with_progress_and_cost(tmp_path):
+    """Issue 14's example: the crawl runs in the background, the agent's
+    first answer reaches the user before the crawl has read every page,
+    the report follows, and the run has a cost."""
+    events = tmp_path / "events.jsonl"
+    r = run_example("site-crawl.flow.json", tmp_path, "--events", str(events),
+                    "--timeout", "60")
+    assert r.returncode == 0, r.stderr
+    answers = [line["value"] for line in debug_lines(r.stdout)]
+    assert len(answers) == 2
+    assert "started reading the shop's website" in answers[0]
+    assert "Two-slot toaster" in answers[1] and "Burr coffee grinder" in answers[1]
+    seen = [json.loads(line) for line in events.read_text().splitlines()]
+    kinds = [(e["type"], e.get("text", "")) for e in seen]
+    first_answer = next(i for i, e in enumerate(seen) if e["type"] == "debug")
+    # The user had the first answer while pages were still to be read.
+    assert any(k == "tool.status" and t.startswith("page ") for k, t in kinds[first_answer:])
+    assert any(e["type"] == "llm.delta" for e in seen[:first_answer])  # it streamed
+    [crawl] = [e for e in seen if e["type"] == "tool.result"]
+    assert crawl["status"] == "success" and crawl["tracking_id"]
+    assert len(crawl["data"]["pages"]) == 7
+    [finished] = [e for e in seen if e["type"] == "run.finished"]
+    # gpt-4o-mini at the shipped prices: 3,320 tokens in, 128 out
+    assert finished["cost_usd"] == pytest.approx((3320 * 0.15 + 128 * 0.60) / 1e6)
