@@ -138,13 +138,12 @@ class McpServeDialog(QDialog):
         close = buttons.addButton(QDialogButtonBox.StandardButton.Close)
         close.clicked.connect(self.close)
         layout.addWidget(buttons)
-        self.setMinimumWidth(560)
 
     def _field(self) -> QLineEdit:
         field = QLineEdit(self)
         field.setReadOnly(True)
         field.setFont(mono_font())
-        field.setMinimumWidth(360)
+        field.setMinimumWidth(330)
         return field
 
     # -- state ----------------------------------------------------------------
