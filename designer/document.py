@@ -21,9 +21,9 @@ from runtime.flow import (
     ToolOverride,
     Wire,
     load_flow,
+    offered_tool_names,
     output_ports,
     save_flow,
-    tool_name,
     validate_flow,
 )
 from runtime.registry import Registry
@@ -176,14 +176,16 @@ class FlowDocument(QObject):
                 return False, f"{d.name} declares no tool, so it cannot be an agent's tool"
             target = self.node(dst)
             assert target is not None
-            name = tool_name(d, target)
+            names = set(offered_tool_names(d, target, self.registry))
             for w in self.flow.wires:
                 if w.source == (src, sport):
                     other = self.node(w.target[0])
                     ospec = self.spec(w.target[0])
-                    if other and ospec and tool_name(ospec, other) == name:
-                        return False, (f"the agent already has a tool named '{name}'; rename "
-                                       "one in its properties")
+                    both = names & set(offered_tool_names(ospec, other, self.registry)) \
+                        if other and ospec else set()
+                    if both:
+                        return False, (f"the agent already has a tool named '{min(both)}'; "
+                                       "rename one in its properties")
         return True, ""
 
     def problems_for(self, node_id: str) -> list[Problem]:

@@ -39,6 +39,13 @@ from runtime.flow import Problem
 from runtime.spec import NodeSpec, ParamSpec, ParamValue, Scope
 
 from .json_editor import AutoHeightText, format_json, mono_font
+from .mcp_tools import (
+    TOOLS_PARAM,
+    McpToolsSection,
+    entry_policy_line,
+    mcp_entry,
+    offers_several,
+)
 from .palette import plugin_note
 from .panel_style import CollapsibleSection, WheelGuard, is_dark, label, panel_style, section
 from .param_editors import (
@@ -127,11 +134,15 @@ class NodeForm(QWidget):
         self.sections: dict[str, CollapsibleSection] = {}
         self._controllers: list[str] = []  # params that other params' visible_if name
         self.turns_editor: TurnsValueEditor | None = None
+        # A node that offers several tools (an MCP server) gets a section of
+        # its own for them, after its main params, instead of the Tool section.
+        self.mcp_tools: McpToolsSection | None = None
+        several = offers_several(doc, node_id)
         if spec.params:
-            self._build_params(layout)
+            self._build_params(layout, several)
             self._build_agent_credentials()
         self.tool_box: QWidget | None = None
-        if spec.tool is not None:
+        if spec.tool is not None and not several:
             self._build_tool(layout)
         if spec.results:
             self._build_outputs(layout)
@@ -142,13 +153,16 @@ class NodeForm(QWidget):
         self.set_problems(doc.problems_for(node_id))
 
     # -- building ---------------------------------------------------------------
-    def _build_params(self, layout: QVBoxLayout) -> None:
+    def _build_params(self, layout: QVBoxLayout, several: bool = False) -> None:
         """Main params under PARAMETERS, then one closed section per group
         (connection, ..., advanced last), each remembered open or closed per
-        node type for the session."""
+        node type for the session. ``several``: the tools section (an MCP
+        server's) follows the main params and edits the tools param itself."""
         spec = self.spec
         for p in spec.params:  # rows in the spec's order; placed by group below
-            show_scope = len(p.allowed_scopes) > 1 or spec.tool is not None
+            if several and p.name == TOOLS_PARAM:
+                continue
+            show_scope = len(p.allowed_scopes) > 1 or (spec.tool is not None and not several)
             row = ParamRow(p, show_scope=show_scope, parent=self,
                            editor=self._custom_editor(p))
             row.changed.connect(lambda value, merge, name=p.name:
@@ -168,7 +182,13 @@ class NodeForm(QWidget):
                 layout.addWidget(section("Parameters", self))
                 add = layout.addWidget
             for p in params:
-                add(self.rows[p.name])
+                if p.name in self.rows:
+                    add(self.rows[p.name])
+            if several and not group:
+                self.mcp_tools = McpToolsSection(self.doc, self.node_id, self)
+                self.mcp_tools.rows_changed.connect(
+                    lambda: self.wheel_guard.guard(self.mcp_tools))
+                layout.addWidget(self.mcp_tools)
         self._controllers = sorted({c for p in spec.params for c in (p.visible_if or {})})
 
     def _custom_editor(self, p: ParamSpec) -> ValueEditor | None:
@@ -457,7 +477,9 @@ class NodeForm(QWidget):
             n, moved = len(self.spec.results), len(fnode.outputs)
             self.outputs_box.set_summary(f"{n} output{'s' * (n != 1)}"
                                          + (f", {moved} moved" if moved else ""))
-        if self.spec.tool is not None:
+        if self.mcp_tools is not None:
+            self.mcp_tools.sync()
+        if self.tool_box is not None:
             shown = (fnode.tool.name, fnode.tool.description) if fnode.tool else (None, None)
             if shown != self._shown_tool:
                 self._shown_tool = shown
@@ -504,7 +526,7 @@ class NodeForm(QWidget):
         if self.doc.node(self.node_id) is None:
             return
         self._refresh_process_tag()
-        if self.spec.tool is not None:
+        if self.tool_box is not None:
             self._refresh_tool()
         if self.spec.has_tools_port:
             self._refresh_agent_preview()
@@ -616,11 +638,17 @@ class NodeForm(QWidget):
         if f.get("description"):
             lay.addWidget(label(f["description"], "", card))
         custom, message = hidden_params(self.doc, node_id)
-        summary = label(hidden_summary(fn, custom, message, spec), "muted", card)
+        entry = mcp_entry(self.doc, node_id, f.get("name", "")) \
+            if offers_several(self.doc, node_id) else None
+        if entry is not None:  # an MCP tool: what the designer pinned
+            custom, message = list(entry.pinned), []
+        summary = label(hidden_summary(fn, custom, message, None if entry else spec), "muted",
+                        card)
         summary.setTextFormat(Qt.TextFormat.RichText)
         lay.addWidget(summary)
         if fnode is not None and spec is not None:
-            policy = label(policy_line(spec, fnode), "muted", card)
+            policy = label(entry_policy_line(spec, entry) if entry is not None
+                           else policy_line(spec, fnode), "muted", card)
             policy.setObjectName("toolPolicy")
             policy.setToolTip("When a call waits for a person, and call limits (the tool "
                               "node's Approval and limits)")
@@ -653,7 +681,7 @@ class NodeForm(QWidget):
                 mark = "✖" if any(p.severity == "error" for p in inside) else "⚠"
                 n = len(inside)
                 box.set_marker(f"{mark} {n} problem{'s' * (n != 1)}")
-        if self.spec.tool is not None:
+        if self.tool_box is not None:
             self.tool_problem.setText("\n".join(tool_msgs))
             self.tool_problem.setVisible(bool(tool_msgs) or self.tool_problem.property("bad")
                                          is True)

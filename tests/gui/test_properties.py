@@ -55,14 +55,19 @@ def test_form_opens_for_every_builtin_node_type(qtbot, spec):
     qtbot.addWidget(panel)
     panel.set_node("n")
     assert panel.form is not None and panel.stack.currentIndex() == 2
-    assert list(panel.form.rows) == [p.name for p in spec.params]
+    # A node that offers several tools (an MCP server) edits its tools param
+    # in a section of its own, which replaces the one-tool section.
+    several = hasattr(registry.get(spec.type), "tool_entries")
+    rows = [p for p in spec.params if not (several and p.name == "tools")]
+    assert list(panel.form.rows) == [p.name for p in rows]
     # Only the scopes the author allowed can be picked.
-    for p in spec.params:
+    for p in rows:
         row = panel.form.rows[p.name]
         for scope, button in row.switch.buttons.items():
             assert button.isEnabled() == p.allows(scope)
     assert (panel.form.preview_box is not None) == spec.has_tools_port
-    assert (panel.form.tool_box is not None) == (spec.tool is not None)
+    assert (panel.form.tool_box is not None) == (spec.tool is not None and not several)
+    assert (panel.form.mcp_tools is not None) == several
 
 
 def test_empty_and_multiple_selection(panel, doc):
