@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -231,3 +232,45 @@ def test_bad_input_is_named_with_exit_2(tmp_path, args, message):
     assert message in out.stderr
     assert "Traceback" not in out.stderr
     assert out.stdout == ""
+
+
+# -- docs/mcp.md ----------------------------------------------------------------
+
+def serving_examples() -> list[tuple[str, str]]:
+    """(code, printed output) of each Python example in docs/mcp.md's
+    "Serving a flow's tools" section: a python block and the plain block
+    after it."""
+    text = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    section = text.split("\n## Serving a flow's tools\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```(\w*)\n(.*?)```", section, re.S)
+    return [(code, blocks[i + 1][1]) for i, (lang, code) in enumerate(blocks)
+            if lang == "python"]
+
+
+def run_example(code: str, tmp_path: Path, **env: str) -> str:
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    venv_bin = str(Path(sys.executable).parent)  # where `switchboard` is installed
+    out = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120,
+                         env=env_for(tmp_path, PATH=venv_bin + os.pathsep + os.environ["PATH"],
+                                     **env))
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_the_stdio_example_in_docs_mcp_md_runs(tmp_path):
+    [(code, printed), _] = serving_examples()
+    assert run_example(code, tmp_path) == printed
+    [eml] = (tmp_path / "data" / "outbox").glob("*.eml")
+    assert "Subject: Your order shipped" in eml.read_text()
+
+
+def test_the_http_example_in_docs_mcp_md_runs(tmp_path):
+    [_, (code, printed)] = serving_examples()
+    proc, url, _ = start_http(tmp_path, SWITCHBOARD_MCP_TOKEN=TOKEN)
+    try:
+        assert run_example(code, tmp_path, MCP_URL=url, SWITCHBOARD_MCP_TOKEN=TOKEN) == printed
+    finally:
+        code_, err = stop(proc)
+    assert code_ == 130, err
