@@ -216,6 +216,8 @@ class MainWindow(QMainWindow):
         self.credentials_action = a("&Credentials…", self.show_credentials, None, None,
                                     "Store the API keys and passwords your flows name")
         self.credentials_dialog = None
+        self.prices_action = a("Model &Prices…", self.show_prices, None, None,
+                               "The USD per million tokens that turn a run's tokens into cost")
         self.run_action = a("&Run", self._run_placeholder, "F5", "run", "Run the flow")
         self.stop_action = a("S&top", self._stop_placeholder, "Shift+F5", "stop", "Stop the run")
         self.stop_action.setEnabled(False)
@@ -262,6 +264,7 @@ class MainWindow(QMainWindow):
         m.addSeparator()
         m.addAction(self.packages_action)
         m.addAction(self.credentials_action)
+        m.addAction(self.prices_action)
         m = mb.addMenu("&Help")
         m.addAction("&Keyboard Shortcuts", self._show_shortcuts)
         m.addAction(f"&About {APP_NAME}", self._about)
@@ -443,6 +446,17 @@ class MainWindow(QMainWindow):
         dialog.show()
         dialog.raise_()
         dialog.activateWindow()
+        return dialog
+
+    def show_prices(self):
+        """Run > Model Prices…: the price table, edited and saved to the
+        user's price file (modal: a run started meanwhile would price with
+        half an edit)."""
+        from .prices_dialog import PricesDialog
+
+        dialog = PricesDialog(self)
+        dialog.setModal(True)
+        dialog.show()
         return dialog
 
     def _set_snap(self, on: bool) -> None:

@@ -75,6 +75,62 @@ def price_table() -> dict[str, dict[str, float]]:
     return {**_read(SHIPPED), **_read(user_prices_path())}
 
 
+def shipped_prices() -> dict[str, dict[str, float]]:
+    return dict(_read(SHIPPED))
+
+
+def user_prices() -> dict[str, dict[str, float]]:
+    """The user's own entries (``$SWITCHBOARD_DATA_DIR/prices.json``)."""
+    return dict(_read(user_prices_path()))
+
+
+#: Most models a user's price file may hold; the highest price per million
+#: tokens it takes (a typo of 1000x is refused, not billed).
+MAX_USER_MODELS = 1000
+MAX_PRICE = 10_000.0
+
+
+def price_problem(model: str, entry: dict[str, Any]) -> str | None:
+    """Why one entry of a price table is wrong, naming the model and field."""
+    if not model or not model.strip() or len(model) > 200:
+        return "a model needs a name of 1 to 200 characters"
+    for key in ("input", "output", "cached"):
+        value = entry.get(key)
+        if value is None and key == "cached":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"{model}: {key} must be a number (USD per million tokens)"
+        if not 0 <= value <= MAX_PRICE:
+            return f"{model}: {key} {value:g} is outside 0 to {MAX_PRICE:g} USD per million tokens"
+    return None
+
+
+def save_user_prices(models: dict[str, dict[str, Any]]) -> Path:
+    """Write the user's price file (atomically: a crash keeps the old one):
+    ``models`` are the entries that differ from the shipped table or add to
+    it. Raises ValueError naming the first wrong entry."""
+    from .paths import write_atomic_bytes
+
+    if len(models) > MAX_USER_MODELS:
+        raise ValueError(f"{len(models)} models, more than the {MAX_USER_MODELS} a price file "
+                         "holds")
+    clean: dict[str, dict[str, float]] = {}
+    for model, entry in models.items():
+        problem = price_problem(model, entry)
+        if problem:
+            raise ValueError(problem)
+        clean[model.strip()] = {k: float(entry[k]) for k in ("input", "output", "cached")
+                                if entry.get(k) is not None}
+    path = user_prices_path()
+    body = {"_note": "Your model prices, USD per million tokens; they win over the shipped "
+                     "table (resources/prices.json). Edited in the designer: Run > Model Prices.",
+            "models": clean}
+    write_atomic_bytes(path, (json.dumps(body, indent=1) + "\n").encode(), 0o644)
+    for key in [k for k in _cache if k[0] == str(path)]:
+        del _cache[key]  # read again even within the clock's resolution
+    return path
+
+
 def price_of(model: str) -> dict[str, float] | None:
     return price_table().get(model) if model else None
 

@@ -40,3 +40,32 @@ def test_the_agent_tab_shows_partial_text_before_the_stream_ends(fake_window, qt
         # The whole answer replaced the growing one: it shows once, not marked partial.
         assert tab.view.toPlainText().count("The parcel") == 1
         assert "on Friday. …" not in tab.view.toPlainText()
+
+
+def test_the_site_crawl_example_shows_the_running_tool_and_the_cost(fake_window, qtbot):
+    """Issue 14's example in the designer: while the background crawl goes
+    on, the Agent tab has a line for it over the prompt ("Crawl shop site:
+    page 2 of 7 (14%)") under the first answer; at the end the line is gone
+    and the conversation's cost shows next to its tokens."""
+    from pathlib import Path
+
+    from tests.gui.inspector_fixtures import load_example
+
+    path = Path(__file__).resolve().parents[2] / "resources" / "examples" / "site-crawl.flow.json"
+    flow = load_example(path)
+    for value in flow.node("crawl").params.values():  # no document path: say where the site is
+        if isinstance(value.value, str):
+            value.value = value.value.replace("{flow_dir}", str(path.parent))
+    window = fake_window(flow)
+    session = window.session
+    tab = session.inspector.agent
+    window.run_action.trigger()
+    qtbot.waitUntil(lambda: any(line.startswith("Crawl shop site: page ")
+                                for line in tab.activity_text()), timeout=20000)
+    assert not tab.activity.isHidden()
+    qtbot.waitUntil(lambda: not session.controller.is_running, timeout=30000)
+    qtbot.waitUntil(lambda: "out of stock" in tab.view.toPlainText(), timeout=5000)
+    assert tab.activity_text() == [] and tab.activity.isHidden()
+    assert "3,320 tokens in" in tab.usage.text() and "$0.0006" in tab.usage.text()
+    answers = [d.value for d in session.inspector.ctx.model.debug]
+    assert len(answers) == 2 and "started reading" in answers[0]
