@@ -306,6 +306,7 @@ class McpToolsSection(QWidget):
         while self.detail_layout.count():
             item = self.detail_layout.takeAt(0)
             if item.widget() is not None:
+                item.widget().hide()  # gone now, not when the loop next deletes it
                 item.widget().deleteLater()
         self.arg_rows, self.rule_rows = {}, []
         self.detail.setVisible(entry is not None)
@@ -402,6 +403,7 @@ class McpToolsSection(QWidget):
         rules = list(policy.rules) if policy is not None else []
         if len(rules) != len(self.rule_rows):
             for row in self.rule_rows:
+                row.hide()
                 row.deleteLater()
             self.rule_rows = []
             for _ in rules:
