@@ -113,6 +113,35 @@ class Wire(BaseModel):
         return {"from": list(self.source), "to": list(self.target)}
 
 
+#: An agent's lifecycle hook ports (runtime.agent.hooks), in the order they fire.
+HOOK_PORTS = ("on_start", "on_turn", "on_tool", "on_end")
+#: Most flow-level hooks one flow may set.
+MAX_FLOW_HOOKS = 100
+
+
+class FlowHook(BaseModel):
+    """A hook flow wired by the flow's settings instead of by a wire: ``node``
+    (the first node of the hook flow) gets the ``port`` hook's messages of
+    every agent of the flow, or of the agents named (seed 004's apply_to)."""
+
+    model_config = ConfigDict(extra="forbid")
+    port: Literal["on_start", "on_turn", "on_tool", "on_end"]
+    node: str = Field(min_length=1, max_length=200)
+    agents: Literal["all"] | list[str] = Field(default="all")
+    #: The agent waits for the flow's AI Hook Result (hook_timeout_seconds at most).
+    blocking: bool = False
+
+    @field_validator("agents")
+    @classmethod
+    def _bounded(cls, v: Any) -> Any:
+        if isinstance(v, list) and len(v) > 1000:
+            raise ValueError("at most 1000 agents")
+        return v
+
+    def applies_to(self, agent_id: str) -> bool:
+        return self.agents == "all" or agent_id in self.agents
+
+
 class FlowSettings(BaseModel):
     """How the flow's runs are bounded. A run option given on the command
     line (``--max-in-flight``) or by the engine's caller wins over these."""
@@ -131,6 +160,8 @@ class FlowSettings(BaseModel):
     #: another LLM turn and the run's end says why (runtime.cost).
     budget_usd: float | None = Field(default=None, gt=0)
     budget_tokens: int | None = Field(default=None, ge=1)
+    #: Hook flows applied to every agent of the flow, or to the agents named.
+    hooks: list[FlowHook] = Field(default_factory=list, max_length=MAX_FLOW_HOOKS)
 
 
 class Flow(BaseModel):
@@ -769,6 +800,7 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
     if ring:
         err("agents call each other as tools in a ring: " + " -> ".join(ring)
             + "; a child agent must not reach its parent", ring[0], "wires")
+    hook_starts = _check_flow_hooks(flow, seen, specs, err)
 
     # Graph analysis: warnings only, cycles are allowed. Every wire between
     # two nodes of the flow counts, whatever its ports.
@@ -779,8 +811,11 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
         if src in seen and dst in seen:
             successors.setdefault(src, []).append(dst)
             wired_in.add(dst)
+    # A flow-level hook's first node is fed by the agents, as if wired.
+    wired_in |= hook_starts
     # One search from all sources at once: each node and wire is seen once.
     reachable = {n for n, spec in specs.items() if spec.source or not spec.inputs}
+    reachable |= hook_starts
     todo = deque(reachable)
     while todo:
         for nxt in successors.get(todo.popleft(), ()):
@@ -795,7 +830,78 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
             warn("input is not connected", fnode.id, "in")
         elif fnode.id not in reachable and fnode.id in wired_in:
             warn("no source reaches this node", fnode.id)
+    for node_id, field, message in _blocking_hook_problems(flow, seen, specs, successors):
+        warn(message, node_id, field)
     return problems
+
+
+#: The node that answers a waiting agent at the end of a blocking hook flow.
+HOOK_RESULT = "ai.hook_result"
+
+
+def _check_flow_hooks(flow: Flow, seen: dict[str, FlowNode], specs: dict[str, NodeSpec],
+                      err: Any) -> set[str]:
+    """Errors of ``settings.hooks`` (a node or agent that is not there), and
+    the ids of the hook flows' first nodes."""
+    starts: set[str] = set()
+    agents = {n for n, spec in specs.items() if any(p.kind == "hook" for p in spec.outputs)}
+    for i, hook in enumerate(flow.settings.hooks):
+        where = f"settings.hooks[{i}]"
+        spec = specs.get(hook.node)
+        if hook.node not in seen:
+            err(f"{hook.port} hook: no node '{hook.node}' in this flow (the first node of the "
+                "hook flow)", None, where + ".node")
+        elif spec is not None and not spec.inputs:
+            err(f"{hook.port} hook: node '{hook.node}' ({spec.type}) has no input to take the "
+                "hook's messages", None, where + ".node")
+        else:
+            starts.add(hook.node)
+        if hook.agents != "all":
+            for name in hook.agents:
+                if name not in seen:
+                    err(f"{hook.port} hook: no agent '{name}' in this flow (agents: "
+                        f"{', '.join(sorted(agents)) or 'none'})", None, where + ".agents")
+                elif name in specs and name not in agents:
+                    err(f"{hook.port} hook: node '{name}' ({specs[name].type}) is not an agent "
+                        "and has no hooks", None, where + ".agents")
+    return starts
+
+
+def _blocking_hook_problems(flow: Flow, seen: dict[str, FlowNode], specs: dict[str, NodeSpec],
+                            successors: dict[str, list[str]]) -> list[tuple[str | None, str, str]]:
+    """A blocking hook whose flow reaches no AI Hook Result: its agent would
+    wait hook_timeout_seconds at every hook. (node, field, message) each."""
+    starts: list[tuple[list[str], str | None, str, str]] = []
+    for node_id, spec in specs.items():
+        hooks = [p.name for p in spec.outputs if p.kind == "hook"]
+        if not hooks:
+            continue
+        params = seen[node_id].params
+        for port in hooks:
+            setting = params.get(f"block_{port}")
+            if setting is None or setting.scope is not Scope.CUSTOM or setting.value is not True:
+                continue
+            targets = [w.target[0] for w in flow.wires
+                       if w.source == (node_id, port) and w.target[0] in seen]
+            if targets:
+                starts.append((targets, node_id, f"params.block_{port}",
+                               f"blocking {port} hook"))
+    for i, hook in enumerate(flow.settings.hooks):
+        if hook.blocking and hook.node in seen:
+            starts.append(([hook.node], None, f"settings.hooks[{i}]",
+                           f"blocking {hook.port} hook '{hook.node}'"))
+    out = []
+    for targets, node_id, field, what in starts:
+        found, todo = set(targets), list(targets)
+        while todo:
+            for nxt in successors.get(todo.pop(), ()):
+                if nxt not in found:
+                    found.add(nxt)
+                    todo.append(nxt)
+        if not any(seen[n].type == HOOK_RESULT for n in found if n in seen):
+            out.append((node_id, field, f"the {what} reaches no AI Hook Result node, so the "
+                        "agent never waits for it: end its flow with AI Hook Result"))
+    return out
 
 
 def flow_graph(flow: Flow) -> nx.MultiDiGraph:

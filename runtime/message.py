@@ -25,6 +25,12 @@ RESERVED_KEYS = frozenset(
      TOOL_DATA, TOOL_ERROR}
 )
 
+#: An agent's lifecycle hooks (runtime.agent.hooks): the id a blocking hook's
+#: AI Hook Result answers, and the conversation a message sent back into the
+#: agent's ``in`` continues. Not reserved for tool calls: a hook flow may read them.
+HOOK_ID = "__hook_id__"
+CONVERSATION_ID = "__conversation_id__"
+
 _MISSING = object()
 #: Deepest nesting to_jsonable() keeps (events, the inspector, history).
 MAX_JSONABLE_DEPTH = 32

@@ -623,8 +623,10 @@ def node(
     outputs: tuple[str, ...] = ("out",),
     tools_port: bool = False,
     dynamic_outputs: bool = False,
+    hooks: tuple[tuple[str, str], ...] = (),
 ) -> Callable[[type[Node]], type[Node]]:
-    """Register a node class and generate its spec from its declaration."""
+    """Register a node class and generate its spec from its declaration.
+    ``hooks``: (port, label) of lifecycle hook outputs (the agent's)."""
 
     def wrap(cls: type[Node]) -> type[Node]:
         params: list[Param] = []
@@ -651,6 +653,7 @@ def node(
         ports_out = [PortSpec(name=o, kind="out") for o in outputs]
         if tools_port:
             ports_out.append(PortSpec(name="tools", label="tools", kind="tools"))
+        ports_out += [PortSpec(name=h, label=label, kind="hook") for h, label in hooks]
         doc = inspect.cleandoc(cls.__doc__) if cls.__doc__ else ""
         cls.spec = NodeSpec(
             type=type_id,

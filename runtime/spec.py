@@ -104,7 +104,9 @@ class PortSpec(_Strict):
     name: str
     label: str = ""
     # "tools" marks an agent's tools port: wires from it make tools, not RPA hops.
-    kind: Literal["in", "out", "tools"] = "out"
+    # "hook" marks an agent's lifecycle hook (on_start, on_tool, ...): an
+    # output like "out" to the engine, drawn apart by the designer.
+    kind: Literal["in", "out", "tools", "hook"] = "out"
 
 
 class OutputSpec(_Strict):

@@ -257,7 +257,8 @@ def test_the_agent_groups_its_params_and_scripted_hides_the_connection():
     assert visible == ["provider", "instructions", "prompt", "script", "max_turns",
                        "tool_timeout_seconds", "max_tool_calls_per_run", "max_seconds",
                        "max_tool_calls_per_turn", "budget_usd", "budget_tokens",
-                       "wake_on_background", "max_background_tasks"]
+                       "wake_on_background", "max_background_tasks", "block_on_start",
+                       "block_on_turn", "block_on_tool", "block_on_end", "hook_timeout_seconds"]
     default = [p.name for p in spec.params if spec.param_visible(p.name, {})]
     assert "script" not in default and "api_key" in default and "base_url" in default
 

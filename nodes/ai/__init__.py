@@ -12,9 +12,10 @@ import re
 from typing import Any
 
 from runtime.credentials import DEFAULT_KEY_ENV, default_key
-from runtime.message import Message
+from runtime.message import CONVERSATION_ID, HOOK_ID, Message
 from runtime.node import (
     CUSTOM,
+    DROP,
     MESSAGE,
     Node,
     NodeConfigError,
@@ -35,14 +36,36 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 NO_KEY = "no-key"
 
 
+#: The lifecycle hook ports (runtime.agent.hooks) and their canvas labels.
+HOOKS = (("on_start", "start"), ("on_turn", "turn"), ("on_tool", "tool"), ("on_end", "end"))
+_HOOK_HELP = {
+    "on_start": "before the first LLM request; the AI Hook Result may replace the prompt or "
+                "stop the agent",
+    "on_turn": "after each LLM message, before its tool calls run; the AI Hook Result may "
+               "replace the message, veto its tool calls or stop the agent",
+    "on_tool": "BEFORE each tool call (with its arguments, not its result); the AI Hook "
+               "Result may veto the call (the AI reads the reason) or stop the agent",
+    "on_end": "with the answer; the AI Hook Result may replace the answer or stop the agent",
+}
+
+
+def _block_param(port: str) -> Param:
+    return Param(bool, f"Wait for the flow wired to {port} (at most hook_timeout_seconds): "
+                 f"it fires {_HOOK_HELP[port]}. Off: the hook's message goes out and the "
+                 "agent goes on", default=False, allow=CUSTOM, group="hooks",
+                 label=f"Wait for {port}")
+
+
 @node("ai.agent", name="AI Agent", category="AI", icon="sparkles", color="#9b59b6",
-      tools_port=True,
+      tools_port=True, hooks=HOOKS,
       tool=Tool("delegate", "Give a task to another agent, which works on it with its own "
                 "tools and answers with the result"))
 class Agent(Node):
     """Asks an LLM and lets it call the nodes wired to its ``tools`` port.
     Sends the final answer as ``payload`` and what happened as ``agent``
-    (turns, tool calls, token usage)."""
+    (turns, tool calls, token usage). Its hook ports (start, turn, tool,
+    end, along the bottom) send what the agent does to ordinary flows:
+    docs/hooks.md."""
 
     provider = Param(str, "openai (also any OpenAI-compatible server via base URL), anthropic, "
                      "or scripted (plays the turns in 'script'; offline, no key)",
@@ -103,6 +126,13 @@ class Agent(Node):
                                allow=CUSTOM, group="advanced")
     max_background_tasks = Param(int, "Most background tool calls going at once; past it a "
                                  "call is refused", default=4, allow=CUSTOM, group="advanced")
+    block_on_start = _block_param("on_start")
+    block_on_turn = _block_param("on_turn")
+    block_on_tool = _block_param("on_tool")
+    block_on_end = _block_param("on_end")
+    hook_timeout_seconds = Param(float, "Longest the agent waits for a blocking hook's AI Hook "
+                                 "Result; then it goes on as if told to continue (a log line "
+                                 "says so)", default=30.0, allow=CUSTOM, group="hooks")
 
     answer = Output(str, "The final answer", path="payload")
     agent = Output("json", "{turns, tool_calls: [{tool, args, status, data|error, ms}], "
@@ -127,16 +157,18 @@ class Agent(Node):
             p = params.get(name)
             if p is not None and isinstance(p.value, (int, float)) and p.value < low:
                 problems.append((name, f"{name} must be at least {low}"))
-        p = params.get("request_timeout_seconds")
-        if p is not None and isinstance(p.value, (int, float)) and p.value <= 0:
-            problems.append(("request_timeout_seconds", "request_timeout_seconds must be more "
-                             "than 0"))
+        for name in ("request_timeout_seconds", "hook_timeout_seconds"):
+            p = params.get(name)
+            if p is not None and isinstance(p.value, (int, float)) and p.value <= 0:
+                problems.append((name, f"{name} must be more than 0"))
         return problems
 
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
         self._provider = None
         self._bridge = None
+        self._hooks: Any = _UNSET  # AgentHooks, or None when nothing is wired
+        self._conversations: Any = None  # runtime.agent.hooks.Conversations
 
     def _make_provider(self):
         from runtime.agent import make_provider
@@ -195,7 +227,43 @@ class Agent(Node):
                              "background_tasks": [job.tracking_id for job in going]})
         self.send(out)
 
-    async def on_message(self, msg: Message) -> None:
+    def _get_hooks(self):
+        """The agent's hooks in this run (worked out once), or None when
+        nothing is wired to them."""
+        if self._hooks is _UNSET:
+            self._hooks = None
+            engine = self._rt.engine if self._rt is not None else None
+            if engine is not None and hasattr(engine, "flow"):
+                from runtime.agent.hooks import AgentHooks, Conversations
+
+                blocking = {port for port, _ in HOOKS if self.param(f"block_{port}").get()}
+                self._hooks = AgentHooks.of(engine, self.id, blocking,
+                                            float(self.hook_timeout_seconds.get() or 0))
+                if self._hooks is not None:
+                    self._conversations = Conversations()
+        return self._hooks
+
+    def _hook_run(self, msg: Message, prompt: str, parent: str):
+        """The hooks and the conversation this message belongs to; DROP when
+        it joins work still going on (a hook flow sent it back in: the
+        work's answer answers it)."""
+        agent_hooks = self._get_hooks()
+        if agent_hooks is None:
+            return None
+        from runtime.agent.hooks import HookRun
+
+        conv = None if parent else self._conversations.get(msg.get(CONVERSATION_ID))
+        if conv is None:
+            conv = self._conversations.new()
+        else:
+            self._conversations.add_turn(conv, prompt)
+            if conv.running:
+                conv.inbox.append(prompt)
+                return DROP
+        msg.pop(HOOK_ID, None)  # it came from a hook flow: no longer a hook's message
+        return HookRun(agent_hooks, conv, parent)
+
+    async def on_message(self, msg: Message) -> Any:
         from runtime.agent.loop import run_agent
         from runtime.events import EventBus
 
@@ -224,6 +292,11 @@ class Agent(Node):
             from runtime.workspace import workspace_of
 
             prompt += workspace_of(engine).attach(documents)
+        parent = str(msg.get("__tool_caller_id__", "")) if as_tool else ""
+        hook_run = self._hook_run(msg, prompt, parent)
+        if hook_run is DROP:
+            self.show_status("message joined the conversation going on", "blue", "running")
+            return DROP
         seconds = float(self.max_seconds.get() or 0)
         result = await run_agent(
             agent_id=self.id, provider=self._provider, bridge=self._get_bridge(), bus=bus,
@@ -233,9 +306,8 @@ class Agent(Node):
             max_tool_calls_per_turn=max(1, int(self.max_tool_calls_per_turn.get())),
             max_tool_calls=max(1, int(self.max_tool_calls_per_run.get())),
             max_seconds=seconds or None,
-            parent=str(msg.get("__tool_caller_id__", "")) if as_tool else "",
-            engine=engine, budget_usd=float(self.budget_usd.get() or 0) or None,
-            budget_tokens=int(self.budget_tokens.get() or 0) or None)
+            parent=parent, engine=engine, budget_usd=float(self.budget_usd.get() or 0) or None,
+            budget_tokens=int(self.budget_tokens.get() or 0) or None, hooks=hook_run)
         if as_tool:
             data: dict[str, Any] = {"result": result.text}
             if result.documents:
@@ -246,6 +318,10 @@ class Agent(Node):
         else:
             self.answer.set(msg, result.text)
             self.agent.set(msg, result.info())
+            if hook_run is not None:
+                # A flow may send the answer's message back in: the same
+                # conversation goes on.
+                msg[CONVERSATION_ID] = hook_run.conv.id
         n = len(result.outcomes)
         self.show_status(f"{result.turns} turns, {n} tool call{'s' if n != 1 else ''}", "green", "done")
 
@@ -258,5 +334,9 @@ class Agent(Node):
                 pass
 
 
-# The tools that are no functions (ask a person, think): declared with the package.
+_UNSET = object()
+
+# Declared with the package: the tools that are no functions (ask a person,
+# think), and the nodes of hook flows (AI Hook Result, Trigger Agent).
+from . import hooks as hook_nodes  # noqa: E402,F401
 from . import human  # noqa: E402,F401

@@ -24,6 +24,7 @@ from .base import DeltaCoalescer, LlmReply, Provider
 if TYPE_CHECKING:
     from ..events import EventBus
     from ..tools import ToolBridge, ToolOutcome
+    from .hooks import HookRun
 
 EVENT_TEXT_LIMIT = 4000
 #: Successful calls an error names at most (then "and N more").
@@ -66,10 +67,13 @@ async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | N
                     max_tool_calls: int | None = None, max_seconds: float | None = None,
                     parent: str = "", engine: Any = None,
                     budget_usd: float | None = None,
-                    budget_tokens: int | None = None) -> AgentResult:
+                    budget_tokens: int | None = None,
+                    hooks: HookRun | None = None) -> AgentResult:
     """``parent``: the caller id of the tool call this agent answers (an
     agent used as another's tool): its events carry it, and it gets the
-    ``handoff`` tool to end its task with a result and documents."""
+    ``handoff`` tool to end its task with a result and documents.
+    ``hooks``: the agent's lifecycle hooks and the conversation this work
+    belongs to (runtime.agent.hooks); None when nothing is wired to them."""
     depth = _depth.get() + (1 if parent else 0)
     if depth > MAX_AGENT_DEPTH:
         raise NodeConfigError(f"agents call agents {depth} deep; at most {MAX_AGENT_DEPTH} "
@@ -79,19 +83,26 @@ async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | N
     meter = AgentMeter(agent_id, model, engine, budget_usd, budget_tokens)
     token = _depth.set(depth)
     try:
-        if max_seconds:
-            try:
-                async with asyncio.timeout(max_seconds):
-                    return await _run(agent_id, provider, bridge, bus, base_msg, prompt,
-                                      instructions, model, temperature, max_tokens, max_turns,
-                                      tool_timeout, max_tool_calls_per_turn, max_tool_calls,
-                                      parent, engine, meter=meter)
-            except TimeoutError:
-                raise NodeConfigError(f"the agent did not finish within {max_seconds:g} s "
-                                      "(max_seconds)") from None
-        return await _run(agent_id, provider, bridge, bus, base_msg, prompt, instructions,
-                          model, temperature, max_tokens, max_turns, tool_timeout,
-                          max_tool_calls_per_turn, max_tool_calls, parent, engine, meter=meter)
+        run = _run(agent_id, provider, bridge, bus, base_msg, prompt, instructions, model,
+                   temperature, max_tokens, max_turns, tool_timeout, max_tool_calls_per_turn,
+                   max_tool_calls, parent, engine, meter=meter, hooks=hooks)
+        try:
+            if max_seconds:
+                try:
+                    async with asyncio.timeout(max_seconds):
+                        result = await run
+                except TimeoutError:
+                    raise NodeConfigError(f"the agent did not finish within {max_seconds:g} s "
+                                          "(max_seconds)") from None
+            else:
+                result = await run
+        except NodeConfigError as exc:
+            if hooks is not None:
+                hooks.failed(str(exc))
+            raise
+        if hooks is not None:
+            result.text = await hooks.end(result.text, result.info())
+        return result
     finally:
         _depth.reset(token)
 
@@ -101,12 +112,41 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
                temperature: float | None, max_tokens: int, max_turns: int,
                tool_timeout: float | None, max_tool_calls_per_turn: int | None,
                max_tool_calls: int | None, parent: str, engine: Any, *,
-               meter: Any = None) -> AgentResult:
+               meter: Any = None, hooks: HookRun | None = None) -> AgentResult:
+    if hooks is None:
+        return await _turns(agent_id, provider, bridge, bus, base_msg, prompt, instructions,
+                            model, temperature, max_tokens, max_turns, tool_timeout,
+                            max_tool_calls_per_turn, max_tool_calls, parent, engine, meter,
+                            None, [{"role": "user", "content": prompt}])
+    # A conversation a hook flow may add to: its history goes on, and it is
+    # "running" (a message sent back into the agent joins this work) until
+    # the answer is final.
+    conv = hooks.conv
+    conversation = conv.messages
+    continued = bool(conversation)
+    conv.running = True
+    try:
+        prompt = await hooks.start(prompt, model, continued)
+        conversation.append({"role": "user", "content": prompt})
+        return await _turns(agent_id, provider, bridge, bus, base_msg, prompt, instructions,
+                            model, temperature, max_tokens, max_turns, tool_timeout,
+                            max_tool_calls_per_turn, max_tool_calls, parent, engine, meter,
+                            hooks, conversation)
+    finally:
+        conv.running = False
+
+
+async def _turns(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus: EventBus,
+                 base_msg: dict, prompt: str, instructions: str, model: str,
+                 temperature: float | None, max_tokens: int, max_turns: int,
+                 tool_timeout: float | None, max_tool_calls_per_turn: int | None,
+                 max_tool_calls: int | None, parent: str, engine: Any, meter: Any,
+                 hooks: HookRun | None, conversation: list[dict[str, Any]]) -> AgentResult:
     from ..arguments import event_args, masked
     from ..tools import MAX_TOOL_CALLS_PER_TURN, AgentCalls
 
     max_calls = max_tool_calls_per_turn or MAX_TOOL_CALLS_PER_TURN
-    conversation: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    conv = hooks.conv if hooks is not None else None
     chars = _Chars(instructions)
     calls_state = AgentCalls(parent=parent, limit=max_tool_calls, engine=engine)
     functions = bridge.functions_for(calls_state) if bridge else []
@@ -114,6 +154,10 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
     result = AgentResult()
     usage = result.usage
     for turn in range(max(1, max_turns)):
+        if conv is not None:
+            # Messages a hook flow sent back into the agent meanwhile.
+            for text in conv.take_inbox():
+                conversation.append({"role": "user", "content": text})
         if bridge is not None and bridge.jobs:
             # Background tasks: what ended since is told, and the agent has
             # task_status / task_cancel while it has any.
@@ -135,15 +179,20 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
                                    messages=masked(_as_seen(instructions, conversation),
                                                    EVENT_TEXT_LIMIT)))
         t0 = time.perf_counter()
+        # In a conversation that goes on, the provider's turn counts its
+        # requests so far (the scripted provider plays the next one).
+        asked = turn if conv is None else conv.requests
         try:
             deltas = _deltas(bus, agent_id, parent, turn + 1)
             reply: LlmReply = await provider.complete(
                 system=instructions, messages=conversation, tools=functions, model=model,
-                temperature=temperature, max_tokens=max_tokens, turn=turn, on_delta=deltas)
+                temperature=temperature, max_tokens=max_tokens, turn=asked, on_delta=deltas)
         except NodeConfigError as exc:  # ProviderError: the LLM failed
             _name_effects(exc, result.outcomes)
             raise
         deltas.flush()  # the rest of the streamed text, before the answer
+        if conv is not None:
+            conv.requests += 1
         result.turns = turn + 1
         usage["input_tokens"] += reply.usage.get("input_tokens", 0)
         usage["output_tokens"] += reply.usage.get("output_tokens", 0)
@@ -162,8 +211,23 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
                             for c in calls],
                 usage=dict(reply.usage), ms=(time.perf_counter() - t0) * 1000,
                 cost_usd=cost))
+        vetoed: dict[int, str] = {}
+        if hooks is not None:
+            try:
+                text, veto = await hooks.turn(turn + 1, text, calls, reply.usage, cost)
+                if veto is not None:
+                    vetoed = dict.fromkeys(range(len(calls)), veto)
+                elif calls:
+                    vetoed = await hooks.before_tools(turn + 1, calls)
+            except NodeConfigError as exc:  # a blocking hook stopped the agent
+                _name_effects(exc, result.outcomes)
+                raise
         if not calls:
             result.text = text
+            if conv is not None and conv.inbox:
+                # A hook flow sent a message in meanwhile: the work goes on.
+                conversation.append({"role": "assistant", "content": text})
+                continue
             if bridge is not None and bridge.should_wake():
                 # wake_on_background: the message goes on until its tasks
                 # end; each ending wakes the agent with a turn that tells it.
@@ -173,12 +237,19 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
                     bridge.answer_early(base_msg, text)
                 await bridge.wait_ended()
                 continue
+            if conv is not None:
+                conversation.append({"role": "assistant", "content": text})
             return result
         if bridge is None:
             outcomes = [_no_tools(c) for c in calls]
+        elif vetoed:
+            outcomes = await _call_unvetoed(bridge, base_msg, calls, vetoed, tool_timeout,
+                                            max_calls, calls_state)
         else:
             outcomes = await bridge.call_many(base_msg, [(c.id, c.name, c.arguments) for c in calls],
                                               tool_timeout, max_calls, state=calls_state)
+        if hooks is not None:
+            hooks.after_tools(turn + 1, outcomes)
         result.outcomes.extend(outcomes)
         if meter is not None:
             meter.after_tools([(o.call_id, o.content(), o.data) for o in outcomes])
@@ -187,6 +258,8 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
             # else it asked for in the same turn.
             result.text = redact(str(calls_state.handoff.get("result", "")))
             result.documents = list(calls_state.handoff.get("documents") or [])
+            if conv is not None:
+                _keep_handoff(conversation, text, calls, outcomes)
             return result
         # Arguments refused for their size or depth go back as "{}": the
         # model learns why from the tool result, and the next request does
@@ -202,6 +275,31 @@ async def _run(agent_id: str, provider: Provider, bridge: ToolBridge | None, bus
         f"no final answer after {result.turns} turns (max_turns); the model kept calling tools")
     _name_effects(exc, result.outcomes)
     raise exc
+
+
+async def _call_unvetoed(bridge: ToolBridge, base_msg: dict, calls: list[Any],
+                         vetoed: dict[int, str], tool_timeout: float | None,
+                         max_calls: int, state: Any) -> list[ToolOutcome]:
+    """A turn's calls less the ones a blocking hook vetoed: those are
+    refused with its reason (the LLM reads it; the node never runs), the
+    others run as usual; the outcomes in call order."""
+    going = [(c.id, c.name, c.arguments) for i, c in enumerate(calls) if i not in vetoed]
+    ran = iter(await bridge.call_many(base_msg, going, tool_timeout, max_calls, state=state)
+               if going else [])
+    return [bridge.refuse(c.id, c.name, c.arguments, vetoed[i], state.parent)
+            if i in vetoed else next(ran) for i, c in enumerate(calls)]
+
+
+def _keep_handoff(conversation: list[dict[str, Any]], text: str, calls: list[Any],
+                  outcomes: list[ToolOutcome]) -> None:
+    """A kept conversation ends as the model left it: its last message with
+    the calls it made (handoff too) and their results."""
+    conversation.append({"role": "assistant", "content": text,
+                         "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                                        for c in calls]})
+    for o in outcomes:
+        conversation.append({"role": "tool", "tool_call_id": o.call_id, "name": o.tool,
+                             "content": o.content(), "is_error": o.status != "success"})
 
 
 def _name_effects(exc: Exception, outcomes: list[ToolOutcome]) -> None:
