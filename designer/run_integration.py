@@ -197,6 +197,8 @@ class RunSession(QObject):
         spec = self.document.registry.spec(fnode.type) if fnode else None
         if spec is None or spec.tool is None:
             return None
+        if hasattr(self.document.registry.get(spec.type), "tool_entries"):
+            return None  # several tools (an MCP server's): the one-tool dialog does not fit
         action = QAction(f"Try as Tool ({spec.tool.name})…", self.window)
         action.triggered.connect(lambda: self.try_tool(node_id))
         return action

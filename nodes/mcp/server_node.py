@@ -19,6 +19,7 @@ import os
 import shlex
 from typing import Any
 
+from runtime.arguments import short
 from runtime.message import MESSAGE_TYPE, PARAMETERS, TOOL_NAME, TOOL_REQUEST, Message
 from runtime.node import (
     CUSTOM,
@@ -193,7 +194,9 @@ class McpServer(Node):
             asked = str(msg.get(TOOL_NAME) or "")
             entry = entries.get(asked)
             if entry is None:
-                raise NodeConfigError(f"no enabled MCP tool '{asked}' on this server")
+                known = ", ".join(entries) or "none; List tools in its properties"
+                raise NodeConfigError(f"no enabled MCP tool '{short(asked, 64)}' on this "
+                                      f"server (enabled: {known})")
             arguments = dict(msg.get(PARAMETERS) or {})
         else:
             asked = str(self.tool_name.get(msg) or "")
