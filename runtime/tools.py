@@ -499,19 +499,43 @@ def _resume(coro: Any, pending: Any) -> Any:
 
 
 class _Running:
-    """A tool call whose node did not finish in its first step."""
+    """A tool call on its way: its node's first step, and the rest if it did
+    not finish in it. Its live status (CallStatus) is made when something
+    needs it (progress, a wait, a background start): most calls end in
+    their first step and never do. It is also what ``TOOL_CALL`` holds
+    while its node runs (``node`` and ``progress`` are what Node.progress
+    reaches for)."""
 
     __slots__ = ("call_id", "caller_id", "name", "node_id", "args", "t0", "step", "pending",
-                 "status", "cancel_reason")
+                 "status", "cancel_reason", "bridge", "parent")
 
     def __init__(self, call_id: str, caller_id: str, name: str, node_id: str, args: Any,
-                 t0: float, status: CallStatus | None = None) -> None:
+                 t0: float, status: CallStatus | None = None, bridge: ToolBridge | None = None,
+                 parent: str = "") -> None:
         self.call_id, self.caller_id, self.name = call_id, caller_id, name
         self.node_id, self.args, self.t0 = node_id, args, t0
         self.step: Any = None
         self.pending: Any = None
         self.status = status
         self.cancel_reason = "cancelled: the run stopped"
+        self.bridge, self.parent = bridge, parent
+
+    @property
+    def node(self) -> str:
+        return self.node_id
+
+    def live(self) -> CallStatus:
+        """The call's status, made now if nothing needed it before."""
+        if self.status is None:
+            assert self.bridge is not None
+            self.status = self.bridge.status_of(self.caller_id, self.node_id, self.name,
+                                                self.parent)
+            if self.step is not None:
+                self.status.phase = "running"
+        return self.status
+
+    def progress(self, fraction: float | None, text: str = "") -> None:
+        self.live().progress(fraction, text)
 
     def outcome(self, status: str, *, data: Any = None, error: str = "",
                 cancelled: bool = False) -> ToolOutcome:
@@ -786,7 +810,7 @@ class ToolBridge:
         started = self._begin(base, call_id, name, raw, parent, defer=True)
         if isinstance(started, ToolOutcome):
             return started
-        status = started.status
+        status = started.live() if isinstance(started, _Running) else started.status
         tracking_id = "task-" + started.caller_id
         status.tracking_id = tracking_id
         status.publish("queued")  # a background task is shown from its start
@@ -1069,7 +1093,7 @@ class ToolBridge:
             self._published(out, w.parent)
             return out
         running = _Running(w.call_id, w.caller_id, tool.name, tool.node_id, args, w.t0,
-                           w.status)
+                           w.status, self, w.parent)
         return self._start(base, running, tool, w.parent)
 
     def _begin(self, base: dict, call_id: str, name: str, raw_args: Any,
@@ -1100,13 +1124,12 @@ class ToolBridge:
                               bounded=bounded)
             self._published(out, parent)
             return out
-        status = CallStatus(bus, self.agent_id, node_id, name, caller_id, parent)
-        self._live[caller_id] = status
         policy = tool.policy  # type: ignore[union-attr]
         reason = None if policy.mode == "never" and not policy.confirm else policy.reason(args)
         if reason is not None:
+            status = self.status_of(caller_id, node_id, name, parent)
             return _Waiting(call_id, caller_id, tool, args, t0, reason, parent, status)  # type: ignore[arg-type]
-        running = _Running(call_id, caller_id, name, node_id, args, t0, status)
+        running = _Running(call_id, caller_id, name, node_id, args, t0, None, self, parent)
         if defer:  # a background call: its task takes the first step
             return running
         return self._start(base, running, tool, parent)  # type: ignore[arg-type]
@@ -1122,21 +1145,22 @@ class ToolBridge:
                 status.publish("running")
             else:
                 status.phase = "running"  # published if the call goes on past its first step
-        token = TOOL_CALL.set(status)
+        token = TOOL_CALL.set(running)
         try:
             running.pending = running.step.send(None)
         except StopIteration as done:
             return self._settled(running, done.value, parent)
         finally:
             TOOL_CALL.reset(token)
-        if status is not None and not status.shown:
+        status = running.live()
+        if not status.shown:
             status.publish("running")
         return running
 
     async def _wait(self, r: _Running, timeout: float | None, parent: str = "") -> ToolOutcome:
         """The rest of a call that suspended in its first step, under its
         timeout (entered here, in the task that awaits the call)."""
-        token = TOOL_CALL.set(r.status)
+        token = TOOL_CALL.set(r)
         try:
             if timeout:
                 async with asyncio.timeout(timeout):
@@ -1167,6 +1191,12 @@ class ToolBridge:
             out = r.outcome("error", error=redact(str(resp.get(TOOL_ERROR) or "failed")))
         self._published(out, parent)
         return out
+
+    def status_of(self, caller_id: str, node_id: str, tool: str, parent: str) -> CallStatus:
+        """A new live status for a call, kept until its result is published."""
+        status = CallStatus(self.engine.bus, self.agent_id, node_id, tool, caller_id, parent)
+        self._live[caller_id] = status
+        return status
 
     def request(self, base: dict, caller_id: str, tool: ToolDef, args: dict) -> dict:
         """The tool_request: a clone of the agent's message plus the reserved
