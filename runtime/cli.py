@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("flow")
     r.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
                    help="override a param with a fixed value (JSON if it parses, else text)")
+    r.add_argument("--use-pins", action="store_true",
+                   help="pinned nodes send their pinned data instead of running "
+                        "(without it, pins are ignored and every node runs)")
     _add_run_options(r)
 
     v = sub.add_parser("validate", help="check a flow; exit 2 with the reasons")
@@ -293,8 +296,10 @@ def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approv
     try:
         # record: the last messages of each node go to history with the run
         # (what `runs diff` compares), as in the designer.
+        use_pins = getattr(args, "use_pins", False)
         engine = Engine(flow, bus=bus, trace=args.trace, record=True, file=file,
-                        max_in_flight=args.max_in_flight, validated=True)
+                        max_in_flight=args.max_in_flight, validated=True, use_pins=use_pins)
+        _say_pins(flow, use_pins, names, offer=hasattr(args, "use_pins"))
         engine.people = People(approver)  # type: ignore[attr-defined]
         if prepare is not None:
             prepare(engine)
@@ -347,6 +352,24 @@ def _runs(args: argparse.Namespace) -> int:
     for line in lines:
         print(f"switchboard: {line}", file=sys.stderr)
     return code
+
+
+def _say_pins(flow, used: bool, names: dict[str, str], *, offer: bool) -> None:
+    """On stderr: which pinned nodes this run uses, or that it ignores them
+    (and, with ``offer``, how not to)."""
+    from runtime.pins import pinned_nodes
+
+    pinned = pinned_nodes(flow)
+    if not pinned:
+        return
+    n = len(pinned)
+    which = ", ".join(f"'{names.get(i, i)}'" for i in pinned[:10]) + (" ..." if n > 10 else "")
+    if used:
+        print(f"switchboard: using pinned data of {n} node{'s' * (n != 1)} (not run): {which}",
+              file=sys.stderr)
+    else:
+        print(f"switchboard: ignoring the pinned data of {n} node{'s' * (n != 1)} ({which}); "
+              "they run" + (" (--use-pins uses it)" if offer else ""), file=sys.stderr)
 
 
 def _node_names(flow) -> dict[str, str]:

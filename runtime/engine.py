@@ -277,6 +277,7 @@ class Engine:
         max_in_flight: int | None = None,
         validated: bool = False,
         record_inputs: bool | None = None,
+        use_pins: bool = False,
     ) -> None:
         self.flow = flow
         self.registry = registry or Registry.default()
@@ -326,6 +327,13 @@ class Engine:
         #: called from outside (an MCP client's tool calls wait for it).
         self.started = asyncio.Event()
         self._build(validated)
+        #: Nodes that send their pinned data instead of running (runtime.pins);
+        #: their code is swapped out here, so the hot path tests nothing new.
+        self.pinned: list[str] = []
+        if use_pins:
+            from .pins import apply_pins
+
+            self.pinned = apply_pins(self)
 
     # -- construction -------------------------------------------------------
     def _build(self, validated: bool) -> None:

@@ -80,6 +80,9 @@ class FlowNode(BaseModel):
     tool: ToolOverride | None = None
     disabled: bool = False
     notes: str | None = None
+    #: Pinned data (runtime.pins): per output port, the messages sent instead
+    #: of running the node, in runs that use pins.
+    pin: dict[str, list[dict[str, Any]]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "type": self.type}
@@ -96,6 +99,8 @@ class FlowNode(BaseModel):
             out["disabled"] = True
         if self.notes:
             out["notes"] = self.notes
+        if self.pin is not None:
+            out["pin"] = self.pin
         return out
 
 
@@ -686,6 +691,7 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                 warn(f"no node package '{name}' to run out of process (packages: "
                      f"{', '.join(known) or 'none'})", field="settings.out_of_process")
     specs: dict[str, NodeSpec] = {}
+    pin_bytes = 0  # of every pin so far, for the flow's bound
     unknown: dict[str, str] = {}  # node type -> what to say about it
     seen: dict[str, FlowNode] = {}  # the first node of each id, as Flow.node() finds it
     for fnode in flow.nodes:
@@ -740,6 +746,8 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                 err(f"unknown output '{out_name}' for {spec.type}", fnode.id, f"outputs.{out_name}")
         if fnode.tool and spec.tool is None:
             err(f"{spec.type} declares no tool, so it cannot have a tool name", fnode.id, "tool")
+        if fnode.pin is not None:
+            pin_bytes = _check_pin(fnode, spec, registry, pin_bytes, err)
         cls = registry.get(spec.type)
         if cls is not None:
             try:
@@ -833,6 +841,24 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
     for node_id, field, message in _blocking_hook_problems(flow, seen, specs, successors):
         warn(message, node_id, field)
     return problems
+
+
+def _check_pin(fnode: FlowNode, spec: NodeSpec, registry: Registry, total: int,
+               err: Any) -> int:
+    """Errors of a node's pinned data; the pins' bytes so far with it."""
+    from .pins import MAX_FLOW_PIN_BYTES, pin_problems
+
+    assert fnode.pin is not None
+    ports = output_ports(spec, registry, fnode)
+    kinds = {p.name: p.kind for p in spec.outputs}
+    data_ports = {p for p in ports if kinds.get(p, "out") != "tools"}
+    problems, size = pin_problems(fnode.pin, ports, data_ports)
+    for field, message in problems:
+        err(message, fnode.id, field)
+    if total <= MAX_FLOW_PIN_BYTES < total + size:
+        err(f"the flow's pins pass {MAX_FLOW_PIN_BYTES // 1024 // 1024} MB of JSON with this "
+            "one; unpin some nodes", fnode.id, "pin")
+    return total + size
 
 
 #: The node that answers a waiting agent at the end of a blocking hook flow.
