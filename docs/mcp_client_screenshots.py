@@ -1,4 +1,4 @@
-"""Screenshot at 1440x900 for docs/mcp-client.md: an agent whose tools port is
+"""Screenshot at 1440x900 for docs/mcp.md ("Using an MCP server's tools"): an agent whose tools port is
 wired to an MCP Server node (the demo server of the tests, over stdio), the
 node selected, its tools listed by the real List tools, lookup_order renamed
 to find_order with its region fixed by the designer (Custom), crash not

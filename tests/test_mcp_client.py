@@ -354,3 +354,39 @@ def test_a_new_listing_keeps_the_designers_choices():
     assert (add.rename, add.enabled, add.description) == ("plus", False, "Adds")
     assert add.pinned == {}  # the tool has no region any more: its pin went with it
     assert read.rename == "files_read"  # a name an LLM can call
+
+
+# -- docs/mcp.md: "Using an MCP server's tools" runs as written ----------------
+
+def test_the_client_example_in_docs_mcp_md_runs_as_shown(tmp_path):
+    """The flow of the docs, saved and run as a reader would from the
+    repository root: the tools the model is offered are the ones shown, and
+    the run refuses the model's region and reaches the server with the
+    designer's."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "mcp.md").read_text(encoding="utf-8")
+    section = text.split("\n## Using an MCP server's tools\n", 1)[1]
+    flow_json = re.search(r"```json\n(.*?)```", section, re.S).group(1)
+    offered_shown = re.search(r"\$ \.venv/bin/switchboard tools mcp-orders\.flow\.json\n(.*?)```",
+                              section, re.S).group(1)
+    flow = tmp_path / "mcp-orders.flow.json"
+    data = json.loads(flow_json)
+    # The docs start the demo server with the README's venv; here, this Python.
+    data["nodes"][3]["params"]["command"]["value"] = sys.executable
+    flow.write_text(json.dumps(data), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(root), "SWITCHBOARD_DATA_DIR": str(tmp_path / "d")}
+    cli = [sys.executable, "-m", "runtime.cli"]
+    tools = subprocess.run([*cli, "tools", str(flow)], cwd=root, env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert tools.returncode == 0, tools.stderr
+    assert json.loads(tools.stdout) == json.loads(offered_shown)
+    ran = subprocess.run([*cli, "run", str(flow)], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    [line] = [json.loads(x) for x in ran.stdout.splitlines() if x.startswith("{")]
+    refused, ok = line["value"]
+    assert refused["status"] == "refused" and "unknown argument 'region'" in refused["error"]
+    assert ok["status"] == "success"
+    assert ok["data"] == {"result": "order A-17 in region eu-west: shipped"}
