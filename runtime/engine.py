@@ -122,7 +122,7 @@ class NodeRuntime:
         "engine", "node", "id", "spec", "fnode", "on_message", "is_async", "sem", "routes",
         "out_routes", "next", "incoming", "n_in", "n_out", "errors", "active", "last_in",
         "last_out", "budget", "deferred", "starting", "gate", "tool_targets", "disabled",
-        "inputs", "busy",
+        "inputs", "busy", "out_budget",
     )
 
     def __init__(self, engine: Engine, fnode: FlowNode, spec: NodeSpec) -> None:
@@ -145,6 +145,9 @@ class NodeRuntime:
         self.inputs: deque | None = None
         self.busy = 0.0  # seconds spent awaiting on_message (async and tool calls)
         self.budget = 0
+        # Outputs recorded this tick for the inspector: a budget of their
+        # own, so that a node's outputs never use up what records its inputs.
+        self.out_budget = 0
         self.deferred = 0
         self.starting = 0  # tasks made for a message that have not run yet
         # Nonzero while a message must not take the chain loop's fast path
@@ -323,6 +326,8 @@ class Engine:
         self._started = 0.0
         self._record = False
         self.running = False
+        #: Breakpoints (runtime.debugger.Debugger.attach); None asks nothing.
+        self.debugger: Any = None
         #: Set once every node's start() has run: from then on a node may be
         #: called from outside (an MCP client's tool calls wait for it).
         self.started = asyncio.Event()
@@ -664,6 +669,8 @@ class Engine:
 
     def _deliver_slow(self, rt: NodeRuntime, msg: dict, depth: int) -> None:
         """The rest of _deliver for a message already counted in at ``rt``."""
+        if self.debugger is not None and self.debugger.stop_at(self, rt, msg):
+            return  # held at a breakpoint; the debugger sends it on
         if rt.budget > 0:
             rt.record_in(msg)
         if rt.is_async:
@@ -760,12 +767,16 @@ class Engine:
                 f"on_message returned {type(result).__name__}; expected None, DROP, "
                 "a port name or a list of port names"), depth)
             return
+        if self.debugger is not None and self.debugger.wires:
+            wires = self.debugger.on_wires(self, rt, msg, wires)
         n = len(wires)
         if n == 0:
             return
         rt.n_out += 1
-        if rt.budget > 0 and self._record:
-            rt.record(rt.last_out, msg)
+        if rt.out_budget > 0 and self._record:
+            rt.out_budget -= 1
+            rt.last_out.append(to_jsonable(msg, limit=SNAPSHOT_LIMIT, text=redact,
+                                           items=SNAPSHOT_ITEMS))
         depth += 1
         if n == 1:
             wire = wires[0]
@@ -990,6 +1001,7 @@ class Engine:
                     if rt.budget <= 0:
                         rt.gate += 1
                     rt.budget = budget
+                    rt.out_budget = LAST_MESSAGES
             await asyncio.sleep(STATS_INTERVAL)
             if self.bus.active:
                 self.bus.publish(self.stats())

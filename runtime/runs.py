@@ -50,7 +50,6 @@ SHOW_CHARS = 300
 
 # -- the command line --------------------------------------------------------------
 
-
 RERUN_EPILOG = """examples:
   switchboard runs rerun 3fa2                       the whole flow, as it ran then
   switchboard runs rerun 3fa2 --from mail           node 'mail' and what follows it,
@@ -125,7 +124,6 @@ def _origin(started: Any) -> str:
 
 # -- list ----------------------------------------------------------------------------
 
-
 def _list(history: Any, args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise RunsError(f"--limit {args.limit}: must be at least 1")
@@ -163,7 +161,6 @@ def _list(history: Any, args: argparse.Namespace) -> int:
 
 
 # -- show ----------------------------------------------------------------------------
-
 
 def summary(history: Any, run_id: str) -> dict[str, Any]:
     """Everything ``runs show`` prints, as data (``--json``)."""
@@ -255,7 +252,6 @@ class _Started:
 
 # -- diff ----------------------------------------------------------------------------
 
-
 def _diff(history: Any, args: argparse.Namespace) -> int:
     a, b = resolve(history, args.a), resolve(history, args.b)
     d = diff_runs(history.events(a), history.events(b), history.flow_of(a), history.flow_of(b))
@@ -296,7 +292,8 @@ def format_diff(d: dict[str, Any], info_a: Any = None, info_b: Any = None,
         rows.append((label.get(r["field"], r["field"]), *cells))
     sections = [
         ("flow", "flow (what was set differently)",
-         lambda c: f"  {c['node']}  {c['path']}"),
+         lambda c: f"  {c['node'] if c['node'].startswith('(') else who(c['node'])}  "
+                   f"{c['path']}"),
         ("messages", "messages per node (in / out)", None),
         ("inputs", "node inputs (the last message each node got)",
          lambda c: f"  {who(c['node'])}  {c['path']}"),
@@ -336,7 +333,6 @@ def format_diff(d: dict[str, Any], info_a: Any = None, info_b: Any = None,
 
 
 # -- text ----------------------------------------------------------------------------
-
 
 def _columns(rows: list[tuple[str, ...]]) -> list[str]:
     """Rows as left-aligned columns (the last one unpadded)."""
