@@ -104,6 +104,12 @@ def test_the_inspector_is_a_strip_until_clicked_and_reopens_at_the_users_height(
     assert inspector.tabs.tabBar().isVisible() and not inspector.body.isVisible()
     assert window.view.height() > 700
     assert "F5" in inspector.hint.text() and inspector.hint.isVisible()
+    # Beside a wide Properties panel the hint is cut at its end, never at its start.
+    inspector.hint.resize(220, inspector.hint.height())
+    qtbot.waitUntil(lambda: inspector.hint.text().endswith("…"))
+    assert inspector.hint.text().startswith("Run the flow")
+    inspector.hint.resize(2000, inspector.hint.height())
+    qtbot.waitUntil(lambda: not inspector.hint.text().endswith("…"))
     # The dock's own title bar would be a second line: there is none.
     assert dock.titleBarWidget() is not None and dock.titleBarWidget().height() == 0
 

@@ -167,6 +167,7 @@ class Inspector(QWidget):
         self.hint.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         # It gives way to the tabs when the window is narrow.
         self.hint.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.hint.installEventFilter(self)  # elided to its width
         self.toggle_button = QToolButton()
         self.toggle_button.setObjectName("InspectorToggle")
         self.toggle_button.setAutoRaise(True)
@@ -244,7 +245,16 @@ class Inspector(QWidget):
         if obj is self.strip and event.type() == QEvent.Type.MouseButtonDblClick:
             self.collapse_requested.emit(not self._collapsed)
             return True
+        if obj is self.hint and event.type() == QEvent.Type.Resize:
+            self._fit_hint()
         return super().eventFilter(obj, event)
+
+    def _fit_hint(self) -> None:
+        """The hint whole where it fits, else cut at its end with "…"
+        (never its first words clipped away beside the tabs)."""
+        metrics = self.hint.fontMetrics()
+        self.hint.setText(metrics.elidedText(NO_RUN_HINT, Qt.TextElideMode.ElideRight,
+                                             max(0, self.hint.width() - 4)))
 
     def _update_strip(self) -> None:
         t = theme.current()
