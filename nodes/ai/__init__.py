@@ -39,20 +39,19 @@ NO_KEY = "no-key"
 #: The lifecycle hook ports (runtime.agent.hooks) and their canvas labels.
 HOOKS = (("on_start", "start"), ("on_turn", "turn"), ("on_tool", "tool"), ("on_end", "end"))
 _HOOK_HELP = {
-    "on_start": "before the first LLM request; the AI Hook Result may replace the prompt or "
+    "on_start": "before the first LLM request; its AI Hook Result may replace the prompt or "
                 "stop the agent",
-    "on_turn": "after each LLM message, before its tool calls run; the AI Hook Result may "
-               "replace the message, veto its tool calls or stop the agent",
-    "on_tool": "BEFORE each tool call (with its arguments, not its result); the AI Hook "
-               "Result may veto the call (the AI reads the reason) or stop the agent",
-    "on_end": "with the answer; the AI Hook Result may replace the answer or stop the agent",
+    "on_turn": "after each LLM message, before its tool calls; its AI Hook Result may "
+               "replace the message, veto the calls or stop the agent",
+    "on_tool": "before each tool call (off: after it, with its result); its AI Hook Result "
+               "may veto the call (the AI reads why) or stop the agent",
+    "on_end": "with the answer; its AI Hook Result may replace it or stop the agent",
 }
 
 
 def _block_param(port: str) -> Param:
-    return Param(bool, f"Wait for the flow wired to {port} (at most hook_timeout_seconds): "
-                 f"it fires {_HOOK_HELP[port]}. Off: the hook's message goes out and the "
-                 "agent goes on", default=False, allow=CUSTOM, group="hooks",
+    return Param(bool, f"Wait for the flow wired to {port}, at most hook_timeout_seconds: "
+                 f"{_HOOK_HELP[port]}", default=False, allow=CUSTOM, group="hooks",
                  label=f"Wait for {port}")
 
 

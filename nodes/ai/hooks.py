@@ -18,7 +18,7 @@ _ACTION_HELP = ("continue: the agent goes on as it would have; replace: the text
                 "reads 'reason'; stop: the agent stops, its error says 'reason'")
 
 
-@node("ai.hook_result", name="AI Hook Result", category="AI", icon="sparkles",
+@node("ai.hook_result", name="AI Hook Result", category="AI", icon="shield",
       color="#9b59b6", outputs=())
 class HookResult(Node):
     """Ends a blocking hook's flow: tells the agent that waits for it what to
@@ -62,7 +62,7 @@ class HookResult(Node):
         return DROP
 
 
-@node("ai.trigger_agent", name="Trigger Agent", category="AI", icon="sparkles",
+@node("ai.trigger_agent", name="Trigger Agent", category="AI", icon="chat",
       color="#9b59b6", outputs=())
 class TriggerAgent(Node):
     """Sends a new user turn into the conversation a hook message came from:

@@ -168,6 +168,10 @@ class WriteCsv(FileNode):
     JSON text, null as an empty cell. append adds to the end of the file,
     following its header line; overwrite replaces it atomically."""
 
+    # One write at a time, in the order the messages came: two appends at
+    # once (a log fed by a hook flow) would both write a header line.
+    concurrency = 1
+
     path = Param(str, "The CSV file to write, relative to the files folder, e.g. "
                  "'out/report.csv'", scope=AI, allow=AI | CUSTOM | MESSAGE)
     rows = Param("json", "The rows: a list of objects (one column per key) or of lists",

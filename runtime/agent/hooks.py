@@ -418,8 +418,10 @@ class HookRun:
             return
         for o in outcomes:
             row = o.summary()
+            # data and error both there, one empty: a template or a CSV
+            # column may name either.
             data = {"turn": turn, "tool": o.tool, "call_id": o.call_id, "node": o.node,
-                    **row}
+                    "data": None, "error": "", **row}
             if o.tracking_id:
                 data["tracking_id"] = o.tracking_id
             h.post(self, "on_tool", row, data, phase="after")

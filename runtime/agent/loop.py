@@ -286,8 +286,21 @@ async def _call_unvetoed(bridge: ToolBridge, base_msg: dict, calls: list[Any],
     going = [(c.id, c.name, c.arguments) for i, c in enumerate(calls) if i not in vetoed]
     ran = iter(await bridge.call_many(base_msg, going, tool_timeout, max_calls, state=state)
                if going else [])
-    return [bridge.refuse(c.id, c.name, c.arguments, vetoed[i], state.parent)
-            if i in vetoed else next(ran) for i, c in enumerate(calls)]
+    return [_vetoed(bridge, c, vetoed[i], state.parent) if i in vetoed else next(ran)
+            for i, c in enumerate(calls)]
+
+
+def _vetoed(bridge: ToolBridge, call: Any, why: str, parent: str) -> ToolOutcome:
+    """A vetoed call's outcome: refused, but with its arguments as the model
+    sent them when they are sound (the conversation keeps them, and the
+    on_tool hook and the agent's output can read them), not a preview."""
+    from ..arguments import parse_arguments
+
+    out = bridge.refuse(call.id, call.name, call.arguments, why, parent)
+    args, problem = parse_arguments(call.arguments)
+    if problem is None:
+        out.args, out.bounded = args, False
+    return out
 
 
 def _keep_handoff(conversation: list[dict[str, Any]], text: str, calls: list[Any],
