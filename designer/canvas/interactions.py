@@ -70,7 +70,7 @@ class NewWire(Interaction):
         self.reverse = port.kind == "in"  # dragged from an input, back to an output
         self.tools = port.kind == "tools"
         start = node.mapToScene(port.pos)
-        self.draft = DraftWire(start, self.tools, self.reverse)
+        self.draft = DraftWire(start, self.tools, self.reverse, down=port.kind == "hook")
         self.draft.set_end(start, None)
         scene.addItem(self.draft)
         self.target: tuple[NodeItem, PortInfo] | None = None
@@ -112,6 +112,7 @@ class NewWire(Interaction):
         if target is None:
             self.ok, self.reason = False, ""
             self.draft.tools = self.tools
+            self.draft.down = self.port.kind == "hook"
             self.draft.set_end(pos, None)
             self.draft.reason = ""
             self.scene.message.emit("")
@@ -120,6 +121,7 @@ class NewWire(Interaction):
         self.ok, self.reason = self.check(other, oport)
         other.set_mark(oport.name, oport.kind == "in", self.ok)
         self.draft.tools = self.tools or oport.kind == "tools"
+        self.draft.down = self.port.kind == "hook" or oport.kind == "hook"
         self.draft.reason = "" if self.ok else self.reason
         self.draft.set_end(other.mapToScene(oport.pos), self.ok)
         self.scene.message.emit("" if self.ok else f"Cannot connect: {self.reason}")

@@ -9,7 +9,7 @@ items are not painted at all (see scene.FlowScene.set_overview)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import (
@@ -30,6 +30,14 @@ from .. import icons, theme
 # Geometry of a node, in scene units (1:1 = pixels).
 NODE_W = 168.0
 TOOLS_PORT_INSET = 28.0  # the tools port sits this far from the bottom-right corner
+# An agent's hook ports (on_start, on_turn, ...) sit along the bottom edge
+# from the left, this far apart, each named in a row of small labels just
+# inside the card: a label outside would lie across the wire that leaves
+# the port downwards.
+HOOK_PORT_X = 20.0
+HOOK_PORT_STEP = 29.0
+HOOK_PORT_R = 3.5
+HOOK_ROW_H = 17.0
 HEADER_H = 42.0
 ROW_H = 20.0
 FOOTER_H = 24.0
@@ -91,7 +99,7 @@ def snap(v: float, grid: float = GRID) -> float:
 class PortInfo:
     name: str
     label: str
-    kind: str  # in | out | tools
+    kind: str  # in | out | tools | hook
     pos: QPointF  # local coordinates
 
 
@@ -112,6 +120,8 @@ class NodeLook:
     warnings: list[str]
     disabled: bool
     tooltip: str
+    #: An agent's lifecycle hook ports: (name, label), drawn along the bottom.
+    hooks: list[tuple[str, str]] = field(default_factory=list)
 
 
 def look_for(doc, node_id: str) -> NodeLook:
@@ -132,8 +142,9 @@ def look_for(doc, node_id: str) -> NodeLook:
     outs = doc.output_ports(node_id)
     kinds = {p.name: p for p in spec.outputs}
     regular = [(n, (kinds[n].label if n in kinds and kinds[n].label else n)) for n in outs
-               if n not in kinds or kinds[n].kind != "tools"]
+               if n not in kinds or kinds[n].kind not in ("tools", "hook")]
     tools = next((n for n in outs if n in kinds and kinds[n].kind == "tools"), None)
+    hooks = [(n, kinds[n].label or n) for n in outs if n in kinds and kinds[n].kind == "hook"]
     ai_count = 0
     for p in spec.params:
         setting = fnode.params.get(p.name)
@@ -144,6 +155,9 @@ def look_for(doc, node_id: str) -> NodeLook:
     tip = f"<b>{spec.name}</b> <span style='opacity:.7'>{spec.type}</span>"
     if summary:
         tip += f"<br>{summary}"
+    if hooks:
+        tip += ("<br>Hooks along the bottom (start, turn, tool, end): wire a flow there to "
+                "log, check or veto what the agent does.")
     return NodeLook(
         title=fnode.name or spec.name,
         subtitle=spec.name if fnode.name and fnode.name != spec.name else spec.category,
@@ -158,6 +172,7 @@ def look_for(doc, node_id: str) -> NodeLook:
         warnings=warnings,
         disabled=fnode.disabled,
         tooltip=tip,
+        hooks=hooks,
     )
 
 
@@ -202,6 +217,9 @@ class NodeItem(QGraphicsItem):
         self._chips = []
         if look.tool_name or look.ai_count:
             h += FOOTER_H
+        self._footer_bottom = h
+        if look.hooks:
+            h += HOOK_ROW_H
         self.height = h
         self.ports: list[PortInfo] = []
         for i, (name, label) in enumerate(look.inputs):
@@ -214,6 +232,10 @@ class NodeItem(QGraphicsItem):
             # tools wires leave clear of the run-state line on the left.
             self.ports.append(PortInfo(look.tools_port, "tools", "tools",
                                        QPointF(NODE_W - TOOLS_PORT_INSET, h)))
+        for i, (name, label) in enumerate(look.hooks):
+            # Bottom-left, clear of the tools port and its label.
+            self.ports.append(PortInfo(name, label, "hook",
+                                       QPointF(HOOK_PORT_X + i * HOOK_PORT_STEP, h)))
         # What a click hits: the card and a generous disc around every port.
         shape = QPainterPath()
         shape.addRoundedRect(QRectF(0, 0, NODE_W, h), RADIUS, RADIUS)
@@ -235,12 +257,14 @@ class NodeItem(QGraphicsItem):
             text = QStaticText(look.tool_name)
             w = s.chip_fm.horizontalAdvance(look.tool_name) + 28
             w = min(w, NODE_W - 20)
-            self._chips.append(("tool", QRectF(x, h - FOOTER_H + 4, w, 16), text))
+            self._chips.append(("tool", QRectF(x, self._footer_bottom - FOOTER_H + 4, w, 16),
+                                text))
             x += w + 6
         if look.ai_count:
             label = f"AI {look.ai_count}"
             w = s.chip_fm.horizontalAdvance(label) + 14
-            self._chips.append(("ai", QRectF(x, h - FOOTER_H + 4, w, 16), QStaticText(label)))
+            self._chips.append(("ai", QRectF(x, self._footer_bottom - FOOTER_H + 4, w, 16),
+                                QStaticText(label)))
         tip = look.tooltip
         if look.tool_name:
             tip += f"<br>Tool <b>{look.tool_name}</b>: wire it to an agent's tools port."
@@ -431,8 +455,12 @@ class NodeItem(QGraphicsItem):
                 w = s.port_fm.horizontalAdvance(p.label)
                 painter.drawStaticText(QPointF(NODE_W - 12 - w, p.pos.y() - 7), text)
 
+        if look.hooks:
+            painter.setPen(QPen(s.node_border, 1))
+            y = self._footer_bottom
+            painter.drawLine(QPointF(1, y), QPointF(NODE_W - 1, y))
         if self._chips:
-            y = self.height - FOOTER_H
+            y = self._footer_bottom - FOOTER_H
             painter.setPen(QPen(s.node_border, 1))
             painter.drawLine(QPointF(1, y), QPointF(NODE_W - 1, y))
             painter.setFont(s.chip_font)
@@ -461,6 +489,9 @@ class NodeItem(QGraphicsItem):
 
     def _paint_ports(self, painter: QPainter, s: Style, simple: bool) -> None:
         for p in self.ports:
+            if p.kind == "hook":
+                self._paint_hook_port(painter, s, p, simple)
+                continue
             color = s.tools if p.kind == "tools" else s.wire
             fill = s.node
             radius = PORT_R
@@ -486,6 +517,27 @@ class NodeItem(QGraphicsItem):
                     painter.drawText(QPointF(x - r - 5 - label_w, y + 14), "tools")
             else:
                 painter.drawEllipse(p.pos, radius, radius)
+
+    def _paint_hook_port(self, painter: QPainter, s: Style, p: PortInfo, simple: bool) -> None:
+        """A hook port: smaller than a data port, filled when wired, its
+        short name just above it inside the card."""
+        wired = any(w.source is self and w.sport == p.name for w in self.wires)
+        color, fill, radius = s.muted, s.muted if wired else s.node, HOOK_PORT_R
+        if self._mark and self._mark[0] == p.name and not self._mark[1]:
+            color = fill = s.done if self._mark[2] else s.refused
+            radius += 2
+        elif self._hover_port == p.name and not simple:
+            color = fill = s.accent
+            radius += 1
+        painter.setPen(QPen(color, 1.5))
+        painter.setBrush(fill)
+        painter.drawEllipse(p.pos, radius, radius)
+        if not simple:
+            painter.setFont(s.port_font)
+            painter.setPen(s.accent if self._hover_port == p.name
+                           else s.text if wired else s.muted)
+            w = s.port_fm.horizontalAdvance(p.label)
+            painter.drawText(QPointF(p.pos.x() - w / 2, p.pos.y() - 6), p.label)
 
     def _paint_badges(self, painter: QPainter, s: Style, simple: bool) -> None:
         look = self.look
@@ -526,15 +578,17 @@ class NodeItem(QGraphicsItem):
 
 class WireItem(QGraphicsItem):
     """A bezier from an output port to an input port. Wires from an agent's
-    tools port leave the bottom edge, dashed, in the tools colour."""
+    tools port leave the bottom edge, dashed, in the tools colour; wires from
+    its hook ports leave the bottom edge too (``down``), drawn as any wire."""
 
     Type = QGraphicsItem.UserType + 2
 
     def __init__(self, source: NodeItem, sport: str, target: NodeItem, dport: str,
-                 tools: bool = False) -> None:
+                 tools: bool = False, *, down: bool = False) -> None:
         super().__init__()
         self.source, self.sport, self.target, self.dport = source, sport, target, dport
         self.tools = tools
+        self.down = tools or down
         self.setFlags(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable)
         self.setAcceptHoverEvents(True)
         self.setZValue(-1)
@@ -547,6 +601,8 @@ class WireItem(QGraphicsItem):
         self._rect = QRectF()
         source.wires.append(self)
         target.wires.append(self)
+        if down and not tools:
+            source.update()  # a hook port draws itself wired
         self.update_path()
 
     def type(self) -> int:
@@ -556,6 +612,8 @@ class WireItem(QGraphicsItem):
         for item in (self.source, self.target):
             if self in item.wires:
                 item.wires.remove(self)
+        if self.down and not self.tools:
+            self.source.update()
 
     def endpoints(self) -> tuple[QPointF, QPointF]:
         kind = "tools" if self.tools else "out"
@@ -565,7 +623,7 @@ class WireItem(QGraphicsItem):
     def update_path(self) -> None:
         a, b = self.endpoints()
         self.prepareGeometryChange()
-        self._path = wire_path(a, b, self.tools)
+        self._path = wire_path(a, b, self.down)
         stroker = QPainterPathStroker()
         stroker.setWidth(12)
         self._shape = stroker.createStroke(self._path)
@@ -642,6 +700,7 @@ class WireItem(QGraphicsItem):
 
 
 def wire_path(a: QPointF, b: QPointF, tools: bool = False) -> QPainterPath:
+    """``tools``: the wire leaves a port on the bottom edge (tools, hooks)."""
     path = QPainterPath(a)
     dx = max(40.0, abs(b.x() - a.x()) * 0.5)
     if tools:
@@ -658,9 +717,11 @@ class DraftWire(QGraphicsItem):
     """The wire under the mouse while one is being drawn; over a refused port
     it turns red and says why, next to the cursor."""
 
-    def __init__(self, start: QPointF, tools: bool, reverse: bool = False) -> None:
+    def __init__(self, start: QPointF, tools: bool, reverse: bool = False, *,
+                 down: bool = False) -> None:
         super().__init__()
         self.start, self.end, self.tools, self.reverse = start, start, tools, reverse
+        self.down = down  # from a hook port: leaves the bottom edge as a tools wire does
         self.ok: bool | None = None
         self.reason = ""
         self.setZValue(10)
@@ -671,7 +732,7 @@ class DraftWire(QGraphicsItem):
         self.prepareGeometryChange()
         self.end, self.ok = end, ok
         a, b = (self.end, self.start) if self.reverse else (self.start, self.end)
-        self._path = wire_path(a, b, self.tools)
+        self._path = wire_path(a, b, self.tools or self.down)
         self._rect = self._path.controlPointRect().adjusted(-4, -4, 4, 4)
         if self.reason:
             self._rect = self._rect.united(self._reason_rect())

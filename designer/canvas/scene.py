@@ -145,8 +145,9 @@ class FlowScene(QGraphicsScene):
         src, dst = self._nodes.get(wire.source[0]), self._nodes.get(wire.target[0])
         if src is None or dst is None:
             return None
-        tools = self.doc.port_kind(wire.source[0], wire.source[1]) == "tools"
-        item = WireItem(src, wire.source[1], dst, wire.target[1], tools)
+        kind = self.doc.port_kind(wire.source[0], wire.source[1])
+        item = WireItem(src, wire.source[1], dst, wire.target[1], kind == "tools",
+                        down=kind == "hook")
         if self._overview:
             item.setOpacity(0.0)
         self.addItem(item)

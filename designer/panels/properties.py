@@ -62,6 +62,7 @@ from .param_editors import (
 )
 from .param_hint import ParamHints
 from .payload_editor import PayloadValueEditor
+from .properties_hooks import FlowHooksEditor
 from .tool_preview import agent_functions, hidden_params, hidden_summary, node_function
 from .tool_settings import ToolSettingsSection, policy_line
 
@@ -141,6 +142,11 @@ class NodeForm(QWidget):
         if spec.params:
             self._build_params(layout, several)
             self._build_agent_credentials()
+        self.flow_hooks: FlowHooksEditor | None = None
+        if "hooks" in self.sections:  # an agent's: its flow hooks go with its own
+            self.flow_hooks = FlowHooksEditor(doc, node_id, self.sections["hooks"].body)
+            self.sections["hooks"].add(self.flow_hooks)
+            self.flow_hooks.rows_changed.connect(lambda: self.wheel_guard.guard(self.flow_hooks))
         self.tool_box: QWidget | None = None
         if spec.tool is not None and not several:
             self._build_tool(layout)
