@@ -99,3 +99,19 @@ def test_the_site_crawl_answers_at_once_then_reports_with_progress_and_cost(tmp_
     [finished] = [e for e in seen if e["type"] == "run.finished"]
     # gpt-4o-mini at the shipped prices: 3,320 tokens in, 128 out
     assert finished["cost_usd"] == pytest.approx((3320 * 0.15 + 128 * 0.60) / 1e6)
+
+
+def test_the_hooks_example_vetoes_the_outside_recipient_and_logs_every_call(tmp_path):
+    r = run_example("hooks-audit.flow.json", tmp_path, "--timeout", "60")
+    assert r.returncode == 0, r.stderr
+    [answer] = debug_lines(r.stdout)
+    assert "the copy to eve@elsewhere.org was not allowed" in answer["value"]
+    assert "mail may only go to @example.com addresses" in answer["value"]
+    mails = sorted((tmp_path / "outbox").glob("*.eml"))
+    assert len(mails) == 1 and "To: john@example.com" in mails[0].read_text(encoding="utf-8")
+    with open(tmp_path / "files" / "tool-calls.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["to"], r["status"]) for r in rows] == [("john@example.com", "success"),
+                                                      ("eve@elsewhere.org", "refused")]
+    assert rows[1]["error"] == ("vetoed by a hook (node 'deny'): mail may only go to "
+                                "@example.com addresses")

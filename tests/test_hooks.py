@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +23,7 @@ from nodes.ai.hooks import HookResult, TriggerAgent
 from nodes.core.flow_control import Switch
 from nodes.core.inject_debug import DebugNode, Inject
 from nodes.core.transform import Change
-from runtime.flow import parse_flow, validate_flow
+from runtime.flow import FlowHook, parse_flow, validate_flow
 from runtime.message import CONVERSATION_ID
 from runtime.node import Node, node
 from runtime.registry import Registry
@@ -460,20 +462,27 @@ def test_a_blocking_hook_that_reaches_no_hook_result_is_warned_about():
     assert warning.severity == "warning"
 
 
-def test_hook_ports_are_outputs_of_kind_hook_and_the_cli_runs_a_hook_flow(tmp_path):
+def test_hook_ports_are_outputs_of_kind_hook():
     ports = {p.name: p.kind for p in Agent.spec.outputs}
     assert ports == {"out": "out", "tools": "tools", "on_start": "hook", "on_turn": "hook",
                      "on_tool": "hook", "on_end": "hook"}
-    data = {"format": "switchboard.flow/1", "name": "cli",
-            "nodes": [{"id": "ask", "type": "core.inject", "params": {"payload": fixed("go")}},
-                      {"id": "agent", "type": "ai.agent",
-                       "params": scripted([{"text": "hello"}])},
-                      debug("ended", "hook.answer")],
-            "wires": [{"from": ["ask", "out"], "to": ["agent", "in"]},
-                      {"from": ["agent", "on_end"], "to": ["ended", "in"]}]}
-    path = tmp_path / "f.flow.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_the_flow_in_docs_hooks_md_runs_as_it_says(tmp_path):
+    """docs/hooks.md's first complete flow, through the CLI: it prints the
+    line the page shows."""
+    text = (ROOT / "docs" / "hooks.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```json\n(.*?)```", text, re.S)
+    flow_text = next(b for b in blocks if '"format"' in b)
+    shown = re.search(r"prints `(\{.*?\})`", text.replace("\n", " "), re.S).group(1)
+    path = tmp_path / "usage.flow.json"
+    path.write_text(flow_text, encoding="utf-8")
+    env = {**os.environ, "SWITCHBOARD_DATA_DIR": str(tmp_path)}
     r = subprocess.run([sys.executable, "-m", "runtime.cli", "run", str(path)],
-                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+                       capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout.strip().splitlines()[-1])["value"] == "hello"
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == json.loads(shown)
+    # The settings.hooks snippet is a valid setting.
+    snippet = next(b for b in blocks if b.lstrip().startswith('"settings"'))
+    settings = json.loads("{" + snippet + "}")["settings"]
+    assert [FlowHook.model_validate(h).port for h in settings["hooks"]] == ["on_tool", "on_tool"]
