@@ -126,6 +126,9 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
                    help="who decides on tool calls that need approval: ask on the terminal "
                         "(the default; refused when there is none), approve all, deny all, "
                         "or the rules of a policy file")
+    from runtime.break_prompt import add_break_options
+
+    add_break_options(r)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,6 +248,14 @@ def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approv
         return EXIT_BAD_INPUT
     for problem in problems:
         log.info("%s", problem)
+    attach_breaks = None
+    if getattr(args, "breaks", None):  # checked, and a terminal found, before anything runs
+        from runtime.break_prompt import prepare_breaks
+
+        try:
+            attach_breaks = prepare_breaks(args.breaks, flow)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
 
     bus = EventBus()
     out = sys.stdout
@@ -303,6 +314,8 @@ def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approv
         engine.people = People(approver)  # type: ignore[attr-defined]
         if prepare is not None:
             prepare(engine)
+        if attach_breaks is not None:
+            attach_breaks(engine, names)
     except FlowError as exc:
         for problem in exc.problems:
             print(str(problem), file=sys.stderr)

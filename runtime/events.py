@@ -286,6 +286,51 @@ class HookFired(Event):
 
 
 @dataclass(slots=True, kw_only=True)
+class DebugPaused(Event):
+    """A breakpoint holds a message, or a tool call before its node runs
+    (runtime.debugger). ``hold`` names it until ``debug.resumed``; it waits
+    at ``node``'s input ``port``, or on ``wire`` (>= 0); a tool call has its
+    ``caller_id``, ``agent`` and ``tool``. ``reason``: a breakpoint (its
+    ``condition``, if any; ``note`` when that could not be evaluated), a
+    step from the node before, or pause all. ``msg``: the message, or the
+    call's arguments, bounded and with secrets masked."""
+
+    type: Literal["debug.paused"] = "debug.paused"
+    hold: int
+    node: str
+    port: str = "in"
+    wire: int = -1
+    msgid: str = ""
+    caller_id: str = ""
+    agent: str = ""
+    tool: str = ""
+    reason: Literal["breakpoint", "step", "paused"] = "breakpoint"
+    condition: str = ""
+    note: str = ""
+    msg: Any = None
+
+
+@dataclass(slots=True, kw_only=True)
+class DebugResumed(Event):
+    """A held message went on: ``continue``, ``edited`` (went on as the
+    person changed it; ``msg`` is that, bounded and masked), ``step`` (went
+    on, to stop at the next node; ``edited`` says whether it was changed),
+    ``skip`` (dropped; a tool call is answered as rejected) or ``stopped``
+    (the run ended while it waited)."""
+
+    type: Literal["debug.resumed"] = "debug.resumed"
+    hold: int
+    node: str
+    wire: int = -1
+    msgid: str = ""
+    caller_id: str = ""
+    action: Literal["continue", "edited", "step", "skip", "stopped"]
+    edited: bool = False
+    msg: Any = None
+    waited_ms: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
 class Stats(Event):
     type: Literal["stats"] = "stats"
     # node id -> {"in": n, "out": n, "errors": n, "active": n}
@@ -320,7 +365,7 @@ class Log(Event):
 AnyEvent = Annotated[
     RunStarted | RunFinished | RunReplay | NodeStatus | Debug | NodeError | ToolCall | ToolResult
     | ToolStatus | ToolApproval | ToolDecision | LlmRequest | LlmDelta | LlmResponse | Stats
-    | MessageSent | Log | HookFired,
+    | MessageSent | Log | HookFired | DebugPaused | DebugResumed,
     Field(discriminator="type"),
 ]
 @functools.cache

@@ -684,6 +684,18 @@ class _Waiting:
         self.status = status
 
 
+class _Paused(_Waiting):
+    """A valid call held at a breakpoint (runtime.debugger), before its
+    approval and its node: ``held`` is what the person sees and edits."""
+
+    __slots__ = ("held", "debugger")
+
+    def __init__(self, call_id: str, caller_id: str, tool: ToolDef, args: dict, t0: float,
+                 parent: str, status: CallStatus, held: Any, debugger: Any) -> None:
+        super().__init__(call_id, caller_id, tool, args, t0, "breakpoint", parent, status)
+        self.held, self.debugger = held, debugger
+
+
 def _setting(node: Any, name: str) -> Any:
     """The value of a node's (designer-set) param ``name``, or None."""
     bound = getattr(node, "__dict__", {}).get(name)
@@ -1050,6 +1062,11 @@ class ToolBridge:
         """Wait for a person's decision on a call (or the policy's timeout):
         then run it, with the edited arguments if they were edited (checked
         against the same schema), or answer the LLM with the rejection."""
+        if isinstance(w, _Paused):
+            started = await self._paused(base, w)
+            if not isinstance(started, _Waiting):
+                return started
+            w = started
         tool, bus, t0 = w.tool, self.engine.bus, time.perf_counter()
         w.status.publish("waiting_approval")
         confirm = [a for a in tool.policy.confirm if a in tool.schema.get("properties", {})]
@@ -1124,15 +1141,55 @@ class ToolBridge:
                               bounded=bounded)
             self._published(out, parent)
             return out
-        policy = tool.policy  # type: ignore[union-attr]
+        debugger = getattr(self.engine, "debugger", None)
+        if debugger is not None:
+            held = debugger.tool_hit(node=node_id, agent=self.agent_id, tool=name,
+                                     caller_id=caller_id, args=args, base=base,
+                                     validate=tool.validate)  # type: ignore[union-attr]
+            if held is not None:
+                status = self.status_of(caller_id, node_id, name, parent)
+                return _Paused(call_id, caller_id, tool, args, t0, parent, status, held,  # type: ignore[arg-type]
+                               debugger)
+        return self._proceed(base, call_id, caller_id, tool, args, t0, parent,  # type: ignore[arg-type]
+                             defer=defer)
+
+    def _proceed(self, base: dict, call_id: str, caller_id: str, tool: ToolDef, args: dict,
+                 t0: float, parent: str, *, defer: bool = False,
+                 status: CallStatus | None = None) -> ToolOutcome | _Running | _Waiting:
+        """A valid call on to its approval (a _Waiting) or its node."""
+        policy = tool.policy
         reason = None if policy.mode == "never" and not policy.confirm else policy.reason(args)
         if reason is not None:
-            status = self.status_of(caller_id, node_id, name, parent)
-            return _Waiting(call_id, caller_id, tool, args, t0, reason, parent, status)  # type: ignore[arg-type]
-        running = _Running(call_id, caller_id, name, node_id, args, t0, None, self, parent)
+            status = status or self.status_of(caller_id, tool.node_id, tool.name, parent)
+            return _Waiting(call_id, caller_id, tool, args, t0, reason, parent, status)
+        running = _Running(call_id, caller_id, tool.name, tool.node_id, args, t0, status, self,
+                           parent)
         if defer:  # a background call: its task takes the first step
             return running
-        return self._start(base, running, tool, parent)  # type: ignore[arg-type]
+        return self._start(base, running, tool, parent)
+
+    async def _paused(self, base: dict, w: _Paused) -> ToolOutcome | _Running | _Waiting:
+        """A call held at a breakpoint, until the person lets it go on with
+        the arguments as they left them (any param of the schema may be
+        edited, the person being the flow's designer, but the edit is
+        checked against the same schema) or skips it (the LLM is told it
+        was rejected)."""
+        action, args = await w.debugger.wait(w.held)
+        tool = w.tool
+        why = None
+        if action == "skip":
+            why, status = "skipped at a breakpoint by the person debugging the flow", "rejected"
+        elif args != w.args:
+            why, status = tool.validate(args), "refused"
+            if why is not None:
+                why = f"the edited arguments do not fit the tool: {why}"
+        if why is not None:
+            out = ToolOutcome(w.call_id, w.caller_id, tool.name, tool.node_id, args, status,
+                              error=redact(why), ms=(time.perf_counter() - w.t0) * 1000)
+            self._published(out, w.parent)
+            return out
+        return self._proceed(base, w.call_id, w.caller_id, tool, args, w.t0, w.parent,
+                             status=w.status)
 
     def _start(self, base: dict, running: _Running, tool: ToolDef,
                parent: str) -> ToolOutcome | _Running:
