@@ -14,6 +14,7 @@ from typing import Any
 from PySide6.QtGui import QUndoCommand
 
 from runtime.flow import FlowNode, ToolOverride, Wire, parse_flow
+from runtime.message import deep_copy
 from runtime.spec import ParamValue, Scope
 
 from .document import FlowDocument
@@ -233,6 +234,28 @@ class SetDisabled(QUndoCommand):
 
     def undo(self) -> None:
         self.doc.set_disabled(self.node_id, not self.disabled)
+
+
+class SetPin(QUndoCommand):
+    """Pin a node's output (pinned data, runtime.pins), change the pin, or
+    unpin the node (``pin`` None). Each command keeps its own copies, so
+    that an edit of the document's pin cannot reach the undo stack."""
+
+    def __init__(self, doc: FlowDocument, node_id: str, pin: dict | None,
+                 text: str = "") -> None:
+        fnode = doc.node(node_id)
+        assert fnode is not None
+        super().__init__(text or ("Unpin node" if pin is None else
+                                  "Pin output" if fnode.pin is None else "Edit pinned data"))
+        self.doc, self.node_id = doc, node_id
+        self.old = deep_copy(fnode.pin)
+        self.new = deep_copy(pin)
+
+    def redo(self) -> None:
+        self.doc.set_pin(self.node_id, deep_copy(self.new))
+
+    def undo(self) -> None:
+        self.doc.set_pin(self.node_id, deep_copy(self.old))
 
 
 class SetOutOfProcess(QUndoCommand):

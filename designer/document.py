@@ -254,6 +254,13 @@ class FlowDocument(QObject):
         n.disabled = disabled
         self.node_changed.emit(node_id)
 
+    def set_pin(self, node_id: str, pin: dict | None) -> None:
+        """Pin the node's output (runtime.pins), or unpin it with None."""
+        n = self.node(node_id)
+        assert n is not None
+        n.pin = pin
+        self.node_changed.emit(node_id)
+
     def set_out_of_process(self, packages: list[str]) -> None:
         """Which node packages run in their own process in this flow."""
         self.flow.settings.out_of_process = list(packages)

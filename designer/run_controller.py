@@ -122,6 +122,9 @@ class RunController(QObject):
         # Who the runs ask: approval cards and agents' questions in the
         # inspector (the window hosts them; see panels/inspector/dock.py).
         self.people = DesignerPeople(self)
+        #: Pinned nodes send their pinned data instead of running (n8n's
+        #: manual runs do; Run > Use Pinned Data turns it off).
+        self.use_pins = True
         self._timer = QTimer(self)
         self._timer.setInterval(flush_ms)
         self._timer.timeout.connect(self._flush)
@@ -190,7 +193,7 @@ class RunController(QObject):
         try:
             # check() has just validated this flow; the chat flow adds a node, so it is checked.
             engine = Engine(flow, self.registry, bus, trace=trace, record=True, file=file,
-                            validated=validated)
+                            validated=validated, use_pins=self.use_pins)
         except FlowError as exc:
             self.problems.emit(exc.problems)
             self.refused.emit(exc.problems)

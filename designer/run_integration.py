@@ -476,4 +476,7 @@ class RunSession(QObject):
 def install(window: Any) -> RunSession:
     session = RunSession(window)
     window.run_session = session
+    from .pins import PinActions
+
+    session.pins = PinActions(session)  # type: ignore[attr-defined]
     return session

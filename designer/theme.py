@@ -71,6 +71,10 @@ DARK = Theme(
 
 _current: Theme = LIGHT
 
+#: Pinned data's colour (a pinned node's badge, its banner in Properties):
+#: apart from the tools and AI violet, the run blue and the warning amber.
+PINNED = {"light": "#c0398a", "dark": "#e879b9"}
+
 
 def current() -> Theme:
     return _current

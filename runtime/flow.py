@@ -851,7 +851,7 @@ def _check_pin(fnode: FlowNode, spec: NodeSpec, registry: Registry, total: int,
     assert fnode.pin is not None
     ports = output_ports(spec, registry, fnode)
     kinds = {p.name: p.kind for p in spec.outputs}
-    data_ports = {p for p in ports if kinds.get(p, "out") != "tools"}
+    data_ports = {p for p in ports if kinds.get(p, "out") == "out"}  # no tools, no hooks
     problems, size = pin_problems(fnode.pin, ports, data_ports)
     for field, message in problems:
         err(message, fnode.id, field)

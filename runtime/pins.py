@@ -63,7 +63,7 @@ def pin_problems(pin: dict[str, list[dict[str, Any]]], ports: list[str],
                  data_ports: set[str]) -> tuple[list[tuple[str, str]], int]:
     """What is wrong with one node's pin, as (field, message) pairs, and its
     size in bytes. ``ports`` are the node's output ports, ``data_ports`` those
-    of them that carry messages (not an agent's ``tools`` port)."""
+    of them that carry its results (not an agent's ``tools`` or hook ports)."""
     problems: list[tuple[str, str]] = []
     if not pin or not any(pin.values()):
         problems.append(("pin", "the pin holds no message; unpin the node instead"))
@@ -75,8 +75,8 @@ def pin_problems(pin: dict[str, list[dict[str, Any]]], ports: list[str],
                                     f"{', '.join(ports) or 'none'})"))
             continue
         if port not in data_ports:
-            problems.append((field, f"'{port}' carries no messages, so nothing can be pinned "
-                                    "on it"))
+            problems.append((field, f"'{port}' carries no results of the node, so nothing "
+                                    "can be pinned on it"))
             continue
         if len(messages) > MAX_PIN_MESSAGES:
             problems.append((field, f"{len(messages)} messages; a pin holds at most "

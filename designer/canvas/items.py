@@ -122,6 +122,8 @@ class NodeLook:
     tooltip: str
     #: An agent's lifecycle hook ports: (name, label), drawn along the bottom.
     hooks: list[tuple[str, str]] = field(default_factory=list)
+    #: The node holds pinned data (runtime.pins): a badge on its top edge.
+    pinned: bool = False
 
 
 def look_for(doc, node_id: str) -> NodeLook:
@@ -158,6 +160,9 @@ def look_for(doc, node_id: str) -> NodeLook:
     if hooks:
         tip += ("<br>Hooks along the bottom (start, turn, tool, end): wire a flow there to "
                 "log, check or veto what the agent does.")
+    if fnode.pin is not None:
+        tip += ("<br><b>Pinned:</b> its output is fixed; it does not run while Run &gt; "
+                "Use Pinned Data is on.")
     return NodeLook(
         title=fnode.name or spec.name,
         subtitle=spec.name if fnode.name and fnode.name != spec.name else spec.category,
@@ -173,6 +178,7 @@ def look_for(doc, node_id: str) -> NodeLook:
         disabled=fnode.disabled,
         tooltip=tip,
         hooks=hooks,
+        pinned=fnode.pin is not None,
     )
 
 
@@ -541,6 +547,8 @@ class NodeItem(QGraphicsItem):
 
     def _paint_badges(self, painter: QPainter, s: Style, simple: bool) -> None:
         look = self.look
+        if look.pinned:
+            self._paint_pin(painter, s, simple)
         if not (look.errors or look.warnings):
             return
         color = s.error if look.errors else s.warning
@@ -552,6 +560,26 @@ class NodeItem(QGraphicsItem):
             painter.setPen(QPen(s.white, 2, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap))
             painter.drawLine(QPointF(center.x(), center.y() - 4), QPointF(center.x(), center.y() + 1))
             painter.drawPoint(QPointF(center.x(), center.y() + 4))
+
+    def _paint_pin(self, painter: QPainter, s: Style, simple: bool) -> None:
+        """A pinned node's badge: a "pinned" pill on the top edge, left of
+        where a problem badge goes, in the colour pinned data has everywhere."""
+        color = QColor(theme.PINNED["dark" if s.t.dark else "light"])
+        w = 16.0 if simple else s.chip_fm.horizontalAdvance("pinned") + 27
+        rect = QRectF(NODE_W - 18 - w, -8, w, 16)
+        painter.setPen(QPen(s.node, 2))
+        painter.setBrush(color)
+        painter.drawRoundedRect(rect, 8, 8)
+        if simple:
+            return
+        lod = QStyleOptionGraphicsItem.levelOfDetailFromTransform(painter.worldTransform())
+        dpr = painter.device().devicePixelRatioF() if painter.device() else 1.0
+        img = icons.image("pin", "#ffffff", max(8, round(11 * max(1.0, lod) * dpr)))
+        painter.drawImage(QRectF(rect.x() + 6, rect.y() + 2.5, 11, 11), img)
+        painter.setFont(s.chip_font)
+        painter.setPen(s.white)
+        painter.drawText(QRectF(rect.x() + 19, rect.y(), w - 21, 16),
+                         int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft), "pinned")
 
     def _paint_run_state(self, painter: QPainter, s: Style) -> None:
         color = getattr(s, RUN_COLORS.get(self.run_state, "muted"), s.muted)

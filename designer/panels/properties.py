@@ -62,6 +62,7 @@ from .param_editors import (
 )
 from .param_hint import ParamHints
 from .payload_editor import PayloadValueEditor
+from .pin_dialog import PinBanner
 from .properties_hooks import FlowHooksEditor
 from .tool_preview import agent_functions, hidden_params, hidden_summary, node_function
 from .tool_settings import ToolSettingsSection, policy_line
@@ -124,6 +125,8 @@ class NodeForm(QWidget):
         layout.setSpacing(10)
         self._build_header(layout)
         self._build_problems(layout)
+        self.pin_banner = PinBanner(doc, node_id, self)  # shown while the node is pinned
+        layout.addWidget(self.pin_banner)
         self._build_node_fields(layout)
         self.wheel_guard = WheelGuard(self)
         self.preview_box: CollapsibleSection | None = None
@@ -475,6 +478,7 @@ class NodeForm(QWidget):
             self.name_edit.setText(fnode.name or "")
         self.title.setText(fnode.name or self.spec.name)
         self.disabled_box.setChecked(fnode.disabled)
+        self.pin_banner.sync()
         for name, edit in getattr(self, "output_edits", {}).items():
             shown = fnode.outputs.get(name) or ""
             if edit.text() != shown and not edit.hasFocus():
