@@ -359,7 +359,7 @@ def _runs(args: argparse.Namespace) -> int:
     code = _run_flow(plan.flow, plan.file, plan.param_sets, args, approver, plan.prepare)
     if plan.engine is None:
         return code  # the flow did not validate: said so already
-    code, lines, out = plan.report(code)
+    code, lines, out = plan.report(code, recorded=not args.no_history)
     if out:
         print(out, flush=True)
     for line in lines:

@@ -93,15 +93,17 @@ class Rerun:
         self.outcome = await bridge.call(self.base, "rerun", self.call["tool"], self.args,
                                          parent=self.call.get("parent", ""))
 
-    def report(self, code: int) -> tuple[int, list[str], str]:
-        """(exit code, lines for stderr, a JSON line for stdout or "")."""
+    def report(self, code: int, recorded: bool = True) -> tuple[int, list[str], str]:
+        """(exit code, lines for stderr, a JSON line for stdout or "");
+        ``recorded``: the rerun went to history (not --no-history)."""
         new = self.engine.run_id if self.engine is not None else "?"
         what = (f" from '{self.from_node}' ({len(self.messages)} message"
                 f"{'s' if len(self.messages) != 1 else ''})" if self.from_node
                 else f", call {self.call['caller_id']} ({self.call['tool']})" if self.call
                 else "")
-        lines = [f"run {new}: rerun of {self.run_id}{what}; compare them with "
-                 f"`switchboard runs diff {self.run_id} {new}`"]
+        lines = [f"run {new}: rerun of {self.run_id}{what}; " + (
+            f"compare them with `switchboard runs diff {self.run_id} {new}`" if recorded
+            else "not recorded in history (--no-history)")]
         if self.call is None:
             return code, lines, ""
         o = self.outcome
