@@ -167,7 +167,7 @@ class PinnedOutput:
 
     def _announce(self) -> None:
         self.announced = True
-        self.rt.status("pinned data: not run", "grey", "done")
+        self.rt.status("pinned", "grey", "done")
 
     def on_message(self, msg: dict) -> Any:
         if not self.announced:

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -27,7 +28,7 @@ from runtime.pins import MAX_PIN_BYTES, pin_problems
 from .. import icons, theme
 from ..commands import SetPin
 from ..document import FlowDocument
-from .json_editor import INVALID, JsonEditor
+from .json_editor import INVALID, format_json, mono_font, parse_json
 
 #: What "Pin Data…" starts from when the node has no pin and no run output.
 BLANK_MESSAGE = {"payload": ""}
@@ -101,13 +102,15 @@ class PinDialog(QDialog):
         self.note.setWordWrap(True)
         self.note.setVisible(bool(note))
         self.note.setStyleSheet(f"color: {theme.current().warning};")
-        self.editor = JsonEditor(None, self)
-        self.editor.text_edit.max_lines = 24
-        self.editor.set_value(value)
-        self.problem = QLabel(self)
-        self.problem.setObjectName("pinProblem")
-        self.problem.setWordWrap(True)
-        self.problem.setStyleSheet(f"color: {theme.current().error};")
+        self.text = QPlainTextEdit(self)
+        self.text.setObjectName("pinText")
+        self.text.setFont(mono_font())
+        self.text.setTabChangesFocus(True)
+        self.text.setPlainText(format_json(value))
+        self.status = QLabel(self)
+        self.status.setObjectName("pinStatus")
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel, self)
         self.pin_button = buttons.addButton("Pin", QDialogButtonBox.ButtonRole.AcceptRole)
         self.pin_button.setDefault(True)
@@ -118,27 +121,48 @@ class PinDialog(QDialog):
             self.unpin_button.clicked.connect(self.unpin)
         buttons.accepted.connect(self.apply)
         buttons.rejected.connect(self.reject)
+        self.format_button = QPushButton("Format", self)
+        self.format_button.setToolTip("Indent the JSON neatly")
+        self.format_button.clicked.connect(self.reformat)
+        row = QHBoxLayout()
+        row.addWidget(self.format_button)
+        row.addStretch(1)
+        row.addWidget(buttons)
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
         layout.addWidget(self.note)
-        layout.addWidget(self.editor, 1)
-        layout.addWidget(self.problem)
-        layout.addWidget(buttons)
-        self.editor.value_changed.connect(lambda _v: self._check())
-        self.editor.text_edit.textChanged.connect(self._check)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(self.status)
+        layout.addLayout(row)
+        self.text.textChanged.connect(self._check)
         self._check()
 
+    def value(self) -> Any:
+        """The text as JSON; json_editor.INVALID while it does not parse."""
+        return parse_json(self.text.toPlainText())[0]
+
+    def reformat(self) -> None:
+        value = self.value()
+        if value is not INVALID and value is not None:
+            self.text.setPlainText(format_json(value))
+
     def _check(self) -> tuple[dict | None, str]:
-        value = self.editor.value()
+        value, error = parse_json(self.text.toPlainText())
         if value is INVALID:
-            pin, why = None, self.editor.error or "not valid JSON"
+            pin, why = None, f"Not valid JSON. {error}"
         elif value is None:
             pin, why = None, "Empty: type the messages to pin, or Unpin"
         else:
             pin, why = check_pin(self.doc, self.node_id, value)
-        self.problem.setText(why)
-        self.problem.setVisible(bool(why))
+        if pin is not None:
+            parts = [f"{len(m)} message{'s' * (len(m) != 1)} on {port}" for port, m in pin.items()]
+            self.status.setText("Ready to pin: " + "; ".join(parts))
+            self.status.setStyleSheet(f"color: {theme.current().muted};")
+        else:
+            self.status.setText(why)
+            self.status.setStyleSheet(f"color: {theme.current().error};")
         self.pin_button.setEnabled(pin is not None)
+        self.format_button.setEnabled(value is not INVALID and value is not None)
         return pin, why
 
     def apply(self) -> None:

@@ -113,7 +113,7 @@ def test_pin_the_agents_last_output_then_runs_make_no_llm_request(pin_window, qt
     run_once(window, qtbot)
     assert chats(llm) == 1
     assert answers(window) == ["Order A-1001 shipped today."]
-    assert window.scene.item_for_node("agent").run_text.startswith("pinned data")
+    assert window.scene.item_for_node("agent").run_text == "pinned"
 
     # Run > Use Pinned Data off: the agent runs again.
     use = window.run_session.pins.use_action
@@ -149,9 +149,10 @@ def test_type_a_pin_from_scratch_edit_it_and_unpin_in_the_dialog(pin_window, qtb
     menu_texts(window, "ask")["Pin Data…"].trigger()
     dialog = next(w for w in window.findChildren(PinDialog))
     assert dialog.unpin_button is None
-    assert dialog.editor.value() == {"out": [{"payload": ""}]}
-    dialog.editor.text_edit.setPlainText('[{"payload": "Was order B-7 sent?"}]')  # a bare list
+    assert dialog.value() == {"out": [{"payload": ""}]}
+    dialog.text.setPlainText('[{"payload": "Was order B-7 sent?"}]')  # a bare list
     assert dialog.pin_button.isEnabled()
+    assert dialog.status.text() == "Ready to pin: 1 message on out"
     dialog.pin_button.click()
     assert doc.node("ask").pin == {"out": [{"payload": "Was order B-7 sent?"}]}
     assert not dialog.isVisible()
@@ -160,8 +161,8 @@ def test_type_a_pin_from_scratch_edit_it_and_unpin_in_the_dialog(pin_window, qtb
     menu_texts(window, "ask")["Edit Pinned Data…"].trigger()
     qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(PinDialog)))
     dialog = next(d for d in window.findChildren(PinDialog) if d.isVisible())
-    assert dialog.editor.value() == {"out": [{"payload": "Was order B-7 sent?"}]}
-    dialog.editor.text_edit.setPlainText('{"out": [{"payload": "one"}, {"payload": "two"}]}')
+    assert dialog.value() == {"out": [{"payload": "Was order B-7 sent?"}]}
+    dialog.text.setPlainText('{"out": [{"payload": "one"}, {"payload": "two"}]}')
     dialog.pin_button.click()
     assert doc.node("ask").pin == {"out": [{"payload": "one"}, {"payload": "two"}]}
     doc.undo_stack.undo()
@@ -177,7 +178,7 @@ def test_type_a_pin_from_scratch_edit_it_and_unpin_in_the_dialog(pin_window, qtb
 
 
 @pytest.mark.parametrize("text, why", [
-    ("{nope", "Line 1, column 2"),
+    ("{nope", "Not valid JSON. Line 1, column 2"),
     ('{"tools": [{"payload": 1}]}', "tools: 'tools' carries no results of the node"),
     ('{"nope": [{"payload": 1}]}', "nope: unknown output port 'nope' (has: out, tools"),
     ('{"out": ["text"]}', "out[0]: a message must be a JSON object"),
@@ -188,9 +189,9 @@ def test_type_a_pin_from_scratch_edit_it_and_unpin_in_the_dialog(pin_window, qtb
 def test_the_dialog_refuses_what_the_flow_would_refuse(pin_window, qtbot, text, why):
     dialog = PinDialog(pin_window.document, "agent", parent=pin_window)
     qtbot.addWidget(dialog)
-    dialog.editor.text_edit.setPlainText(text)
+    dialog.text.setPlainText(text)
     assert not dialog.pin_button.isEnabled()
-    assert dialog.problem.text().startswith(why), dialog.problem.text()
+    assert dialog.status.text().startswith(why), dialog.status.text()
     dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Cancel).click()
     assert pin_window.document.node("agent").pin is None
 
