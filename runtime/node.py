@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
+from .effects import effect_once
 from .message import MESSAGE_TYPE, PARAMETERS, TOOL_DATA, TOOL_REQUEST, Message, get_path, set_path
 from .spec import (
     Allow,
@@ -603,6 +604,14 @@ class Node:
         else:  # services without progress (a plugin process): the status line
             done = f"{fraction:.0%}" if fraction is not None else ""
             self._rt.status(" ".join(x for x in (done, text) if x), "blue", "running")
+
+    def effect_once(self, what: str, *parts: Any) -> Any:
+        """Before an effect outside the run (a mail, an HTTP POST, a file
+        written): whether an earlier attempt of this run already did it, and
+        a key to hand the counterpart (runtime.effects). In-process it says
+        "not done, no key" at the cost of one look-up; in queue mode, where
+        a lost worker's run runs again, it asks the run's ledger."""
+        return effect_once(self.id, what, parts)
 
     def log(self, text: str, level: str = "info") -> None:
         log.log(logging.getLevelName(level.upper()), "%s: %s", self.id, text)

@@ -215,6 +215,15 @@ class WriteCsv(FileNode):
         dicts = check_rows(rows, max_rows)
         columns = check_columns(columns)
         base = self.base()
+        # A run that may run twice (queue mode): rows an earlier attempt
+        # wrote are not written again (overwrite is write-then-rename anyway).
+        effect = self.effect_once("csv", str(raw), mode, rows, columns, header, delimiter)
+        if effect.done and isinstance(effect.result, dict):
+            self.file.set(msg, effect.result.get("file", ""))
+            self.rows_written.set(msg, len(rows))
+            self.show_status(f"{len(rows):,} rows already written (an earlier attempt)",
+                             "green", "done")
+            return
 
         def work() -> Path:
             target = self.resolve("path", msg, base, raw)
@@ -225,6 +234,7 @@ class WriteCsv(FileNode):
         target = await self.run_blocking(work)
         self.written(target, msg)
         where = shown(target, base)
+        effect.record({"file": where})
         self.file.set(msg, where)
         self.rows_written.set(msg, len(rows))
         self.show_status(f"{len(rows):,} rows {'added to' if mode == 'append' else 'in'} {where}",

@@ -170,6 +170,14 @@ class WriteFile(FileNode):
             raise NodeConfigError(f"mode: '{quote(str(mode))}' is not one of {', '.join(WRITE_MODES)}")
         data = _encode_content(content, fmt, mode, encoding, max_bytes)
         base = self.base()
+        # A run that may run twice (queue mode): what an earlier attempt
+        # wrote is not written again (overwrite is write-then-rename anyway).
+        effect = self.effect_once("file", str(raw), mode, data)
+        if effect.done and isinstance(effect.result, dict):
+            self.file.set(msg, effect.result.get("file", ""))
+            self.size.set(msg, len(data))
+            self.show_status("already written (an earlier attempt)", "green", "done")
+            return
 
         def work() -> Path:
             target = self.resolve("path", msg, base, raw)
@@ -187,6 +195,7 @@ class WriteFile(FileNode):
         target = await self.run_blocking(work)
         self.written(target, msg)
         where = shown(target, base)
+        effect.record({"file": where})
         self.file.set(msg, where)
         self.size.set(msg, len(data))
         self.show_status(f"{'appended to' if mode == 'append' else 'wrote'} {where}", "green",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import math
 import mimetypes
 import os
@@ -31,6 +32,8 @@ from runtime.node import (
 )
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
+#: Methods with no effect on the server: never in the effects ledger.
+SAFE_METHODS = frozenset({"GET", "HEAD"})
 BODY_TYPES = ["none", "json", "text", "form", "file"]
 RESPONSE_AS = ["auto", "json", "text", "file"]
 DEFAULT_TIMEOUT = 30.0
@@ -204,6 +207,17 @@ class HttpRequest(Node):
         if query:
             url = url.copy_merge_params(query)
         content = self._body(msg, method, headers)
+        effect = None
+        if method not in SAFE_METHODS:
+            # A run that may run twice (queue mode): the response an earlier
+            # attempt recorded instead of a second request; else the same
+            # Idempotency-Key on every attempt, for the server to see a repeat.
+            effect = self.effect_once("http", method, str(url), self._effect_body(content, msg))
+            if effect.done and isinstance(effect.result, dict):
+                self._replay(msg, effect.result, f"{method} {_shown(url)}")
+                return
+            if effect.key and not any(k.lower() == "idempotency-key" for k in headers):
+                headers["Idempotency-Key"] = effect.key
         self._auth(msg, headers)
         response_as = self.response_as.get(msg) or "auto"
         if response_as not in RESPONSE_AS:
@@ -236,6 +250,9 @@ class HttpRequest(Node):
                 raise NodeConfigError(f"{shown}: {_reason(exc)}") from None
 
         status = response.status_code
+        if effect is not None:
+            effect.record({"status": status, "reason": response.reason_phrase,
+                           "headers": dict(response.headers), "body": body})
         if self._fail_on_status and status >= 400:
             excerpt = body if isinstance(body, str) else ""
             excerpt = " ".join(excerpt.split())[:QUOTE_LIMIT]
@@ -249,6 +266,28 @@ class HttpRequest(Node):
         self.response_body.set(msg, body)
         self.status.set(msg, status)
         self.response_headers.set(msg, dict(response.headers))
+
+    def _effect_body(self, content: dict[str, Any], msg: Message) -> Any:
+        """What identifies a request's body for the ledger: the form fields,
+        a digest of the bytes, or the name of the file streamed."""
+        if "data" in content:
+            return content["data"]
+        data = content.get("content")
+        if isinstance(data, bytes):
+            return hashlib.sha256(data).hexdigest()
+        return str(self.body_file.get(msg) or "") if data is not None else None
+
+    def _replay(self, msg: Message, done: dict[str, Any], shown: str) -> None:
+        """An earlier attempt of this run sent this request: its response."""
+        status = done.get("status")
+        self.show_status(f"{status} {done.get('reason', '')} (an earlier attempt)",
+                         "green" if isinstance(status, int) and status < 400 else "yellow", "done")
+        if self._fail_on_status and isinstance(status, int) and status >= 400:
+            raise NodeConfigError(f"{shown}: HTTP {status} {done.get('reason', '')} "
+                                  "(fail_on_error_status is on; an earlier attempt)")
+        self.response_body.set(msg, done.get("body"))
+        self.status.set(msg, status)
+        self.response_headers.set(msg, done.get("headers") or {})
 
     # -- the pieces -----------------------------------------------------------
     def _client(self, httpx: Any) -> Any:

@@ -102,14 +102,25 @@ class SendMail(Node):
         mail["Subject"] = _one_line("subject", self.subject.get(msg))
         mail["Date"] = formatdate(localtime=True)
         domain = sender.rpartition("@")[2].strip("> ") or "localhost"
-        mid = make_msgid(domain=domain)
-        mail["Message-ID"] = mid
         body = self.body.get(msg)
-        mail.set_content("" if body is None else str(body))
         recipients = to + cc
+        # A run that may run twice (queue mode): a mail an earlier attempt
+        # sent is not sent again, and the Message-ID is the same on every
+        # attempt, so a server or reader can drop a repeat from the window
+        # between sending and the ledger's entry (docs/queue.md).
+        effect = self.effect_once("mail", sender, to, cc, mail["Subject"], body,
+                                  self.delivery.get())
+        if effect.done:
+            self._already_sent(msg, effect.result or {}, to)
+            return
+        mid = f"<{effect.key}@{domain}>" if effect.key else make_msgid(domain=domain)
+        mail["Message-ID"] = mid
+        mail.set_content("" if body is None else str(body))
 
+        written = None
         if self.delivery.get() == "outbox":
             path = self._write_outbox(mail, mid)
+            written = str(path)
             accepted = recipients
             self.file.set(msg, str(path))
             self.show_status(f"saved for {', '.join(to)}", "green", "done")
@@ -118,6 +129,15 @@ class SendMail(Node):
             self.show_status(f"sent to {', '.join(accepted)}", "green", "done")
         self.message_id.set(msg, mid)
         self.accepted.set(msg, accepted)
+        effect.record({"message_id": mid, "accepted": accepted, "file": written})
+
+    def _already_sent(self, msg: Message, done: dict, to: list[str]) -> None:
+        """An earlier attempt of this run sent this mail: its outputs again."""
+        self.message_id.set(msg, done.get("message_id", ""))
+        self.accepted.set(msg, done.get("accepted", []))
+        if done.get("file"):
+            self.file.set(msg, done["file"])
+        self.show_status(f"already sent to {', '.join(to)} (an earlier attempt)", "green", "done")
 
     async def _send_smtp(self, mail: EmailMessage, sender: str, recipients: list[str],
                          msg: Message) -> list[str]:
