@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     from runtime.runs import add_parser as add_runs_parser
 
     add_runs_parser(sub, _Parser, _add_run_options)
+    from runtime.queue.command import add_parsers as add_queue_parsers
+
+    add_queue_parsers(sub, _Parser)
 
     pk = sub.add_parser("package", help="make, install and list node packages (plugins)")
     pks = pk.add_subparsers(dest="package_command", required=True, parser_class=_Parser)
@@ -143,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             return _design(args)
         handler = {"run": _run, "validate": _validate, "nodes": _nodes, "tools": _tools,
                    "package": _package, "credentials": _credentials, "mcp": _mcp,
-                   "runs": _runs}[args.command]
+                   "runs": _runs, "worker": _queue, "submit": _queue, "serve": _queue,
+                   "queue": _queue}[args.command]
         return handler(args)
     except UsageError as exc:
         print(f"switchboard: {exc}", file=sys.stderr)
@@ -346,6 +350,8 @@ def _runs(args: argparse.Namespace) -> int:
     from runtime.history import History
 
     try:
+        if args.runs_command == "cancel":
+            return _queue(args)
         if args.runs_command != "rerun":
             return runs.command(args)
         approver = _run_options(args)
@@ -365,6 +371,13 @@ def _runs(args: argparse.Namespace) -> int:
     for line in lines:
         print(f"switchboard: {line}", file=sys.stderr)
     return code
+
+
+def _queue(args: argparse.Namespace) -> int:
+    """Queue mode (runtime.queue): worker, submit, serve, queue, runs cancel."""
+    from runtime.queue import command
+
+    return command.main(args, command.Helpers(_load, apply_sets, exit_code, UsageError))
 
 
 def _say_pins(flow, used: bool, names: dict[str, str], *, offer: bool) -> None:

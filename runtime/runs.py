@@ -99,6 +99,9 @@ def add_parser(sub: Any, parser_class: type, run_options: Callable[[Any], None])
                     help="edit the replayed messages (msg.PATH, with --from) or override a "
                          "param; VALUE is JSON if it parses, else text")
     run_options(rr)
+    from .queue.command import add_cancel_parser
+
+    add_cancel_parser(rs)
 
 
 def command(args: argparse.Namespace) -> int:

@@ -1,0 +1,210 @@
+"""A run's events through Redis: one stream per run.
+
+The worker subscribes a ``StreamPublisher`` to the run's EventBus: events
+go as JSON (the same ``model_dump_json`` as ``--events`` files) to a queue
+that a thread drains into the stream in pipelined XADDs, so a fast flow's
+event loop never waits on Redis. The stream is bounded (XADD MAXLEN ~) and
+expires with the run's other keys.
+
+Besides the run's own events the stream carries queue entries the worker
+writes (``queue.attempt``: attempt N on worker W; ``queue.retry``: the run
+failed at start and goes back to the queue; ``queue.final``: nothing more
+will come). Readers (``follow``, ``Follower``) turn the first two into
+``log`` events, so that whoever shows the run (the CLI, history, the
+designer) says so, and stop at ``queue.final``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue as stdqueue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..events import Event, Log, parse_event
+from . import state
+
+log = logging.getLogger(__name__)
+
+#: Entries a run's stream keeps (the oldest go first); a run that publishes
+#: more (a traced flood) loses its oldest events in the stream, not the run.
+STREAM_MAXLEN = 20_000
+#: Entries one XADD pipeline carries.
+BATCH = 500
+#: Milliseconds a reader's XREAD blocks before it looks at the run's state.
+BLOCK_MS = 1000
+
+FINAL = "queue.final"
+
+
+def stream_key(run_id: str) -> str:
+    return state.run_key(run_id, "events")
+
+
+def run_of(key: str) -> str:
+    """The run id in a stream key."""
+    return key.removeprefix(state.run_key("")).removesuffix(":events").lstrip(":")
+
+
+class StreamPublisher:
+    """Subscribe it to a run's EventBus; ``close()`` sends what is left."""
+
+    def __init__(self, r: Any, run_id: str) -> None:
+        self.r = r
+        self.key = stream_key(run_id)
+        self._q: stdqueue.SimpleQueue[str | None] = stdqueue.SimpleQueue()
+        self._thread = threading.Thread(target=self._pump, name="switchboard-events",
+                                        daemon=True)
+        self._thread.start()
+
+    def __call__(self, event: Event) -> None:
+        try:
+            self._q.put(event.model_dump_json())
+        except Exception as exc:  # noqa: BLE001 - an unserialisable event: say so
+            self._q.put(Log(run_id=event.run_id, level="warning",
+                            text=f"a {event.type} event was lost: {exc}").model_dump_json())
+
+    def entry(self, kind: str, **fields: Any) -> None:
+        """A queue entry (queue.attempt, queue.retry, queue.final)."""
+        self._q.put(json.dumps({"type": kind, "ts": time.time(), **fields},
+                               ensure_ascii=False, default=str))
+
+    def close(self, timeout: float = 10.0) -> None:
+        self._q.put(None)
+        self._thread.join(timeout)
+
+    def _pump(self) -> None:
+        done = False
+        while not done:
+            batch = [self._q.get()]
+            while len(batch) < BATCH:
+                try:
+                    batch.append(self._q.get_nowait())
+                except stdqueue.Empty:
+                    break
+            if None in batch:
+                done = True
+                batch = [b for b in batch if b is not None]
+            if batch:
+                self._send(batch)
+
+    def _send(self, batch: list[str]) -> None:
+        try:
+            pipe = self.r.pipeline(transaction=False)
+            for data in batch:
+                pipe.xadd(self.key, {"e": data}, maxlen=STREAM_MAXLEN, approximate=True)
+            pipe.expire(self.key, state.KEEP_TTL)
+            pipe.execute()
+        except Exception as exc:  # noqa: BLE001 - Redis gone: the run goes on
+            log.warning("could not publish %d events of %s: %s", len(batch), self.key, exc)
+
+
+def decode(data: str) -> tuple[Event | None, dict | None]:
+    """A stream entry as (event, None) or, for a queue entry, (log event or
+    None, the entry)."""
+    obj = json.loads(data)
+    kind = obj.get("type", "")
+    if not kind.startswith("queue."):
+        return parse_event(obj), None
+    text = obj.get("text", "")
+    event = Log(run_id=obj.get("run_id", ""), level=obj.get("level", "info"), text=text,
+                ts=obj.get("ts", time.time())) if text else None
+    return event, obj
+
+
+def follow(r: Any, run_id: str, *, stop: Callable[[], bool] | None = None,
+           start: str = "0") -> Iterator[tuple[Event | None, dict | None]]:
+    """The run's stream from ``start`` until its ``queue.final`` entry (or
+    until ``stop()``, asked between blocking reads): what ``decode`` gives."""
+    key = stream_key(run_id)
+    last = start
+    while True:
+        if stop is not None and stop():
+            return
+        got = r.xread({key: last}, count=BATCH, block=BLOCK_MS)
+        for _stream, entries in got or []:
+            for entry_id, fields in entries:
+                last = entry_id
+                event, queue_entry = decode(fields["e"])
+                yield event, queue_entry
+                if queue_entry is not None and queue_entry.get("type") == FINAL:
+                    return
+        if not got and state.info(r, run_id).get("state") in state.FINAL_STATES \
+                and not r.exists(key):
+            return  # final, and its events expired (or never written)
+
+
+class Follower:
+    """Reads the streams of many runs in one thread (XREAD over all their
+    keys) and hands each run's events to ``sink(run_id, event, entry)``;
+    ``done(run_id)`` when the run's final entry came. For ``serve``, which
+    keeps the runs it queued in its own history."""
+
+    def __init__(self, r: Any, sink: Callable[[str, Event | None, dict | None], None],
+                 done: Callable[[str, dict], None] | None = None,
+                 on_exit: Callable[[], None] | None = None) -> None:
+        self.r = r
+        self.on_exit = on_exit
+        self.sink = sink
+        self.done = done
+        self._runs: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="switchboard-follower",
+                                        daemon=True)
+
+    def start(self) -> Follower:
+        self._thread.start()
+        return self
+
+    def add(self, run_id: str) -> None:
+        with self._lock:
+            self._runs[run_id] = "0"
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._runs)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        try:
+            self._read()
+        finally:
+            if self.on_exit is not None:
+                self.on_exit()  # in this thread: what it opened (a history) it closes
+
+    def _read(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                streams = {stream_key(i): last for i, last in self._runs.items()}
+            if not streams:
+                self._stop.wait(0.05)
+                continue
+            try:
+                got = self.r.xread(streams, count=BATCH, block=200)
+            except Exception as exc:  # noqa: BLE001 - Redis gone for a moment
+                log.warning("reading run events: %s", exc)
+                self._stop.wait(1.0)
+                continue
+            for key, entries in got or []:
+                run_id = run_of(key)
+                for entry_id, fields in entries:
+                    with self._lock:
+                        if run_id in self._runs:
+                            self._runs[run_id] = entry_id
+                    try:
+                        event, entry = decode(fields["e"])
+                        self.sink(run_id, event, entry)
+                    except Exception:  # noqa: BLE001 - one bad entry must not stop the rest
+                        log.exception("run %s: could not handle an event", run_id)
+                        continue
+                    if entry is not None and entry.get("type") == FINAL:
+                        with self._lock:
+                            self._runs.pop(run_id, None)
+                        if self.done is not None:
+                            self.done(run_id, entry)

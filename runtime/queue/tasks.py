@@ -1,0 +1,274 @@
+"""The worker's side: one queued run, from its task message to its final
+entry (Celery and redis-py come in through the task and its app; this
+module imports neither).
+
+A delivery of a run's task goes through these steps:
+
+1. A run already final (a duplicate delivery) is dropped; one cancelled
+   before it started ends at once as cancelled.
+2. The worker takes the run's lease (runtime.queue.state). If another live
+   worker holds it (a redelivery while the first still runs), the task is
+   put back for later and looks again; a lease left by a dead process on
+   this host is taken over at once, a remote one once it expires.
+3. The attempt is counted; past ``max_tries`` the run goes to the dead-letter
+   list instead of running.
+4. The flow travels in the message (content and hash, never a path): it is
+   checked against its hash, loaded and validated here, with this worker's
+   node packages. Secrets are resolved here too, from this worker's
+   environment or keyring, as in any run.
+5. The run goes as ``switchboard run`` would, its events to the run's stream,
+   the effects ledger set for its nodes, its lease renewed and its cancel
+   flag watched by a thread. A run that failed at start (the flow does not
+   load here, a node's start failed) goes back to the queue with a growing
+   delay, up to max_tries, then to the dead-letter list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from typing import Any
+
+from ..events import EventBus, NodeError, RunFinished, RunStarted
+from . import state
+from .events import FINAL, StreamPublisher
+
+log = logging.getLogger(__name__)
+
+#: Seconds a lease lives without renewal: how long a run of a worker that
+#: vanished (a machine, not a process) waits before another takes it over.
+LEASE_TTL = 15.0
+#: Seconds between looks at the cancel flag (and lease renewals: every
+#: LEASE_TTL / 3).
+CANCEL_POLL = 0.2
+#: Seconds before a redelivered task looks again at a lease held by a live worker.
+LEASE_WAIT = 5.0
+DEFAULT_MAX_TRIES = 3
+#: Seconds before a run that failed at start is tried again: times 2 per try.
+RETRY_BASE = 1.0
+RETRY_MAX = 60.0
+
+
+class _Retry(Exception):  # noqa: N818 - a signal to the task, not an error
+    """Put the task back in the queue after ``countdown`` seconds."""
+
+    def __init__(self, countdown: float) -> None:
+        super().__init__(countdown)
+        self.countdown = countdown
+
+
+class StartFailed(Exception):
+    """The run could not start on this worker (what a retry may fix)."""
+
+
+def execute(r: Any, payload: dict[str, Any], *, retry: Any) -> dict[str, Any]:
+    """Run one delivery of a queued run; ``retry(countdown)`` raises the
+    task's retry. Returns the run's summary (the task's result)."""
+    run_id = str(payload["run_id"])
+    rec = state.info(r, run_id)
+    if rec.get("state") in state.FINAL_STATES:
+        return {"run_id": run_id, "skipped": f"already {rec['state']}"}
+    pub = StreamPublisher(r, run_id)
+    try:
+        return _deliver(r, run_id, payload, pub)
+    except _Retry as again:
+        pub.close()
+        raise retry(again.countdown) from None
+    finally:
+        pub.close()
+
+
+def _deliver(r: Any, run_id: str, payload: dict[str, Any], pub: StreamPublisher) -> dict:
+    worker = state.worker_name()
+    by = state.cancelled(r, run_id)
+    if by is not None:
+        return _end_early(r, run_id, payload, pub, "cancelled",
+                          f"cancelled before it started ({by})", "interrupted")
+    previous = state.take_lease(r, run_id, worker, LEASE_TTL)
+    if previous is None:
+        raise _Retry(LEASE_WAIT)  # a live worker runs it: look again later
+    attempts = int(r.hincrby(state.run_key(run_id), "attempts", 1))
+    tries = int(payload.get("max_tries") or DEFAULT_MAX_TRIES)
+    last_error = state.info(r, run_id).get("error", "")
+    if attempts > tries:
+        why = f"dead-lettered after {tries} tries" + (f": {last_error}" if last_error else
+                                                      " (its worker was lost each time)")
+        state.dead_letter(r, run_id, {"flow": payload.get("name", ""), "tries": tries,
+                                      "error": last_error or "worker lost", "payload": payload})
+        return _end_early(r, run_id, payload, pub, "dead", why, "failed")
+    if attempts > 1:
+        cause = "its last attempt failed at start" if last_error and not previous \
+            else "the worker of its last attempt was lost"
+        pub.entry("queue.attempt", run_id=run_id, attempt=attempts, worker=worker,
+                  text=f"attempt {attempts} of {tries} on {worker} ({cause})")
+    state.update(r, run_id, state="running", worker=worker, started=time.time())
+    try:
+        result, cancelled_by = _run(r, run_id, payload, pub, worker)
+    except StartFailed as exc:
+        text = str(exc)
+        if attempts >= tries:
+            state.update(r, run_id, error=text)
+            state.dead_letter(r, run_id, {"flow": payload.get("name", ""), "tries": tries,
+                                          "error": text, "payload": payload})
+            return _end_early(r, run_id, payload, pub, "dead",
+                              f"dead-lettered after {tries} tries: {text}", "failed")
+        delay = min(RETRY_MAX, RETRY_BASE * 2 ** (attempts - 1))
+        pub.entry("queue.retry", run_id=run_id, attempt=attempts, level="warning",
+                  text=f"failed at start on {worker}: {text}; queued again in {delay:g} s "
+                       f"(try {attempts} of {tries})")
+        state.update(r, run_id, state="queued", error=text)
+        r.delete(state.run_key(run_id, "lease"))
+        raise _Retry(delay) from None
+    summary = {"run_id": run_id, "status": result.status, "reason": result.reason,
+               "errors": result.errors, "in_flight": result.in_flight,
+               "message": result.message, "duration_ms": result.duration_ms,
+               "attempts": attempts, "worker": worker}
+    pub.entry(FINAL, **summary)
+    pub.close()
+    state.final(r, run_id, "cancelled" if cancelled_by else "finished", status=result.status,
+                reason=result.reason, errors=result.errors)
+    return summary
+
+
+def _end_early(r: Any, run_id: str, payload: dict, pub: StreamPublisher, final_state: str,
+               why: str, reason: str) -> dict:
+    """A run that ends without running (cancelled, dead-lettered): a
+    run.started (readers keep a run's first), run.finished and final entry,
+    so a watcher and the history see it end like any run."""
+    pub(RunStarted(run_id=run_id, flow=_flow_name(payload), path=payload.get("name", ""),
+                   nodes=len(payload.get("flow", {}).get("nodes", []))))
+    pub(RunFinished(run_id=run_id, status="stopped" if reason == "interrupted" else "error",
+                    reason=reason, message=why, errors=0 if reason == "interrupted" else 1))
+    summary = {"run_id": run_id, "status": final_state, "reason": reason, "message": why,
+               "errors": 0 if reason == "interrupted" else 1, "in_flight": {}}
+    pub.entry(FINAL, **summary)
+    pub.close()
+    state.final(r, run_id, final_state, status=summary["status"], reason=reason, error=why)
+    return summary
+
+
+def _flow_name(payload: dict) -> str:
+    flow = payload.get("flow")
+    return str(flow.get("name", "")) if isinstance(flow, dict) else ""
+
+
+def _load(payload: dict) -> Any:
+    """The flow the message carries, checked against its hash and validated
+    with this worker's nodes; StartFailed says why not."""
+    from ..engine import flow_hash
+    from ..flow import FlowError, parse_flow, validate_flow
+    from ..registry import Registry
+
+    data = payload.get("flow")
+    name = str(payload.get("name") or "flow")
+    if not isinstance(data, dict) or flow_hash(data) != payload.get("hash"):
+        raise StartFailed(f"{name}: the flow's content does not match its hash "
+                          "(damaged on the way)")
+    try:
+        flow = parse_flow(data, file=name)
+    except FlowError as exc:
+        raise StartFailed("; ".join(str(p) for p in exc.problems[:5])) from None
+    errors = [p for p in validate_flow(flow, Registry.default(), file=name)
+              if p.severity == "error"]
+    if errors:
+        raise StartFailed("; ".join(str(p) for p in errors[:5]))
+    return flow
+
+
+def _run(r: Any, run_id: str, payload: dict, pub: StreamPublisher,
+         worker: str) -> tuple[Any, str | None]:
+    from ..approval import People, approver_for
+    from ..effects import LEDGER
+    from ..engine import Engine
+    from ..flow import FlowError
+    from ..message import Message
+    from ..registry import Registry
+    from .ledger import RedisLedger
+
+    flow = _load(payload)
+    bus = EventBus()
+    start_errors: list[str] = []
+    engine_box: list[Any] = []
+
+    def watch_start(event: Any) -> None:
+        # Node errors before every node has started: the run failed at start.
+        if isinstance(event, NodeError) and engine_box and not engine_box[0].started.is_set():
+            start_errors.append(f"node '{event.node}': {event.message}")
+
+    bus.subscribe(pub)
+    bus.subscribe(watch_start)
+    name = str(payload.get("name") or "flow")
+    try:
+        engine = Engine(flow, Registry.default(), bus, trace=bool(payload.get("trace")),
+                        record=True, file=name, max_in_flight=payload.get("max_in_flight"),
+                        validated=True)
+    except FlowError as exc:
+        raise StartFailed("; ".join(str(p) for p in exc.problems[:5])) from None
+    engine_box.append(engine)
+    engine.run_id = run_id  # the queue's id: the same on the submitting machine and here
+    engine.people = People(approver_for(payload.get("approve") or "deny"))  # type: ignore[attr-defined]
+    trigger = payload.get("trigger")
+    if isinstance(trigger, dict) and trigger.get("node") in engine.nodes:
+        node_id, port = trigger["node"], trigger.get("port") or "out"
+
+        async def fire(eng: Any) -> None:
+            eng.nodes[node_id].send(Message(trigger.get("msg") or {}), port)
+
+        engine.entry = fire
+    timeout = payload.get("timeout")
+    token = LEDGER.set(RedisLedger(r, run_id))
+    watch = _Watch(r, run_id, worker, engine)
+    try:
+        result = asyncio.run(watch.run(float(timeout) if timeout else None))
+    finally:
+        watch.close()
+        LEDGER.reset(token)
+    if result.reason == "failed" and start_errors and not watch.cancelled_by:
+        raise StartFailed("; ".join(start_errors[:5]))
+    return result, watch.cancelled_by
+
+
+class _Watch:
+    """A thread beside the run: renews its lease and stops it when its
+    cancel flag is set (``switchboard runs cancel``, from any machine)."""
+
+    def __init__(self, r: Any, run_id: str, worker: str, engine: Any) -> None:
+        self.r = r
+        self.run_id = run_id
+        self.worker = worker
+        self.engine = engine
+        self.cancelled_by: str | None = None
+        self._stop = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = threading.Thread(target=self._watch, name="switchboard-run-watch",
+                                        daemon=True)
+
+    async def run(self, timeout: float | None) -> Any:
+        self._loop = asyncio.get_running_loop()
+        self._thread.start()
+        return await self.engine.run(timeout)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5.0)
+
+    def _watch(self) -> None:
+        renew_at = time.monotonic() + LEASE_TTL / 3
+        while not self._stop.wait(CANCEL_POLL):
+            try:
+                by = state.cancelled(self.r, self.run_id)
+                if by is not None and self.cancelled_by is None:
+                    self.cancelled_by = by
+                    loop = self._loop
+                    if loop is not None and not loop.is_closed():
+                        loop.call_soon_threadsafe(self.engine.stop, f"cancelled ({by})")
+                if time.monotonic() >= renew_at:
+                    renew_at = time.monotonic() + LEASE_TTL / 3
+                    if not state.renew_lease(self.r, self.run_id, self.worker, LEASE_TTL):
+                        log.warning("run %s: lost its lease", self.run_id)
+            except Exception as exc:  # noqa: BLE001 - Redis away for a moment: the run goes on
+                log.warning("run %s: watching its cancel flag: %s", self.run_id, exc)
+

@@ -1,0 +1,351 @@
+"""Queue mode end to end: Debian's redis-server on a free loopback port, real
+Celery workers as ``switchboard worker`` subprocesses, the real CLI.
+
+Timeouts here are bounds on waits for conditions, never timing assertions.
+Every worker, serve process and Redis is killed at the end, pass or fail."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.effects import LEDGER, MemoryLedger
+from tests.servers.redis import RedisServer, available, free_port
+from tests.servers.smtp import SmtpServer
+
+pytestmark = [
+    pytest.mark.skipif(not available(), reason="needs Debian's redis-server"),
+    pytest.mark.timeout(240),
+]
+
+SWITCHBOARD = [sys.executable, "-m", "runtime.cli"]
+#: Bound on any one wait (a worker's start, a run's end).
+WAIT = 90.0
+#: The test Redis's visibility timeout: how soon a vanished worker's run is
+#: taken again (small, so the kill test is quick; runs here last seconds).
+VISIBILITY = "3"
+
+
+# -- servers and processes ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def redis_server():
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+def r(redis_server):
+    client = redis_server.client()
+    client.flushdb()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def env(redis_server, tmp_path) -> dict[str, str]:
+    e = dict(os.environ)
+    e.update(SWITCHBOARD_BROKER=redis_server.url, SWITCHBOARD_DATA_DIR=str(tmp_path / "data"),
+             SWITCHBOARD_VISIBILITY_TIMEOUT=VISIBILITY, PYTHONUNBUFFERED="1")
+    return e
+
+
+class Proc:
+    """A switchboard subprocess in its own process group, its stderr kept."""
+
+    def __init__(self, args: list[str], env: dict[str, str], *, stdout: Any = None) -> None:
+        self.proc = subprocess.Popen([*SWITCHBOARD, *args], env=env, cwd=Path(__file__).parent.parent,
+                                     stdout=stdout or subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True, start_new_session=True)
+        self.lines: list[str] = []
+        self._cond = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            with self._cond:
+                self.lines.append(line.rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait_for(self, text: str, timeout: float = WAIT) -> str:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for line in self.lines:
+                    if text in line:
+                        return line
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.proc.poll() is not None and not self._reader.is_alive()):
+                    raise AssertionError(f"no {text!r} from {self.proc.args[3:]}; stderr:\n"
+                                         + "\n".join(self.lines[-30:]))
+                self._cond.wait(min(left, 0.5))
+
+    def kill(self) -> None:
+        """SIGKILL to the whole group: the worker and its pool processes."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(30)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.kill()
+
+
+@pytest.fixture
+def procs():
+    started: list[Proc] = []
+    yield started
+    for p in started:
+        p.stop()
+
+
+def start_worker(procs: list[Proc], env: dict[str, str], concurrency: int = 1) -> Proc:
+    p = Proc(["worker", "--concurrency", str(concurrency)], env)
+    procs.append(p)
+    p.wait_for("switchboard worker ready")
+    return p
+
+
+def switchboard(args: list[str], env: dict[str, str], timeout: float = WAIT,
+                ) -> subprocess.CompletedProcess:
+    return subprocess.run([*SWITCHBOARD, *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, cwd=Path(__file__).parent.parent)
+
+
+def until(check: Any, what: str, timeout: float = WAIT) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def run_record(r: Any, run_id: str) -> dict[str, str]:
+    return r.hgetall(f"switchboard:run:{run_id}")
+
+
+def final(r: Any, run_id: str) -> dict[str, str]:
+    return until(lambda: (rec := run_record(r, run_id)).get("state") in
+                 ("finished", "dead", "cancelled") and rec, f"run {run_id} to end")
+
+
+def stream(r: Any, run_id: str) -> list[dict]:
+    return [json.loads(f["e"]) for _id, f in r.xrange(f"switchboard:run:{run_id}:events")]
+
+
+# -- flows --------------------------------------------------------------------------------
+
+def fixed(value: Any) -> dict:
+    return {"scope": "custom", "value": value}
+
+
+def write_flow(path: Path, name: str, nodes: list[dict], wires: list[tuple]) -> Path:
+    for i, n in enumerate(nodes):
+        n.setdefault("position", [i * 200, 0])
+    path.write_text(json.dumps({
+        "format": "switchboard.flow/1", "name": name, "nodes": nodes,
+        "wires": [{"from": [a, "out"], "to": [b, "in"]} for a, b in wires]}))
+    return path
+
+
+def gate(path: Path, timeout: float = WAIT) -> dict:
+    """A core.python node that waits until ``path`` exists: where a test
+    holds a run mid-way, for as long as it needs."""
+    code = (f"import os, time\nwhile not os.path.exists({str(path)!r}):\n"
+            "    time.sleep(0.05)\nreturn msg")
+    return {"id": "gate", "type": "core.python",
+            "params": {"code": fixed(code), "timeout_seconds": fixed(timeout)}}
+
+
+def mail_node(smtp: SmtpServer, subject: Any) -> dict:
+    return {"id": "mail", "type": "mail.send",
+            "params": {"to": fixed("ops@example.com"), "subject": subject,
+                       "body": fixed("the order shipped"),
+                       "smtp_host": fixed("127.0.0.1"), "smtp_port": fixed(smtp.port)}}
+
+
+# -- the ledger, in-process ----------------------------------------------------------------
+
+async def test_mail_sent_once_per_run_across_attempts():
+    """Two attempts of one run share a ledger: the second sends nothing and
+    reports the first's Message-ID; without a ledger every run sends."""
+    from runtime.engine import Engine
+    from runtime.flow import parse_flow
+
+    with SmtpServer() as smtp:
+        flow = parse_flow({"format": "switchboard.flow/1", "name": "m", "nodes": [
+            {"id": "start", "type": "core.inject", "position": [0, 0]},
+            {**mail_node(smtp, fixed("Shipped")), "position": [200, 0]}],
+            "wires": [{"from": ["start", "out"], "to": ["mail", "in"]}]})
+        store: dict = {}
+        ids = []
+        for _attempt in range(2):
+            token = LEDGER.set(MemoryLedger("run1", store))
+            try:
+                engine = Engine(flow)
+                result = await engine.run(10)
+            finally:
+                LEDGER.reset(token)
+            assert result.status == "ok"
+            ids.append(list(store.values())[0]["result"]["message_id"])
+        assert len(smtp.received) == 1
+        assert smtp.messages[0]["Message-ID"] == ids[0] == ids[1]
+        await Engine(flow).run(10)  # in-process: no ledger, a mail per run
+        assert len(smtp.received) == 2
+        assert smtp.messages[1]["Message-ID"] != ids[0]
+
+
+# -- through Redis and real workers ---------------------------------------------------------
+
+def test_submit_wait_streams_output_and_lands_in_history(r, env, procs, tmp_path):
+    start_worker(procs, env)
+    flow = write_flow(tmp_path / "hello.flow.json", "Hello", [
+        {"id": "start", "type": "core.inject", "params": {"payload": fixed({"n": 7})}},
+        {"id": "show", "type": "core.debug"}], [("start", "show")])
+    done = switchboard(["submit", str(flow), "--wait"], env)
+    assert done.returncode == 0, done.stderr
+    run_id, line = done.stdout.splitlines()
+    assert json.loads(line) == {"node": "show", "name": "Debug", "value": {"n": 7}}
+    assert run_record(r, run_id)["state"] == "finished"
+    shown = switchboard(["runs", "show", run_id, "--json"], env)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["path"] == str(flow.resolve())
+    # Without --wait: the id at once, the run goes on over there.
+    quick = switchboard(["submit", str(flow)], env)
+    assert quick.returncode == 0
+    assert final(r, quick.stdout.strip())["status"] == "ok"
+
+
+def test_webhook_served_here_runs_on_a_worker(r, env, procs, tmp_path):
+    start_worker(procs, env)
+    port = free_port()
+    out = tmp_path / "out.csv"
+    flow = write_flow(tmp_path / "hook.flow.json", "Orders", [
+        {"id": "hook", "type": "trigger.webhook",
+         "params": {"path": fixed("/orders"), "port": fixed(port)}},
+        {"id": "log", "type": "csv.write",
+         "params": {"path": fixed(str(out)), "rows": {"scope": "message", "path": "payload"},
+                    "mode": fixed("append")}},
+        {"id": "show", "type": "core.debug"}], [("hook", "log"), ("log", "show")])
+    serve = Proc(["serve", str(flow)], env)
+    procs.append(serve)
+    serve.wait_for("listening on")
+    ids = []
+    for n in range(3):
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/orders", method="POST",
+                                     data=json.dumps([{"order": n}]).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            assert resp.status == 202
+            ids.append(json.loads(resp.read())["run_id"])
+    for run_id in ids:
+        assert final(r, run_id)["status"] == "ok"
+        worker_events = stream(r, run_id)
+        assert any(e["type"] == "debug" and e["node"] == "show" for e in worker_events)
+    assert sorted(out.read_text().split()[1:]) == ["0", "1", "2"]
+    for run_id in ids:
+        serve.wait_for(f"run {run_id} ok")  # followed to its end, into this history
+    serve.proc.send_signal(signal.SIGTERM)
+    serve.proc.wait(30)
+    listed = switchboard(["runs", "list", "--json"], env)
+    assert {run["id"] for run in json.loads(listed.stdout)} >= set(ids)
+
+
+def test_killed_worker_run_finishes_elsewhere_mail_sent_once(r, env, procs, tmp_path):
+    """The done-when: webhook-triggered runs shared by two workers, one
+    killed with SIGKILL mid-run; every run ends, every mail goes out once."""
+    smtp = SmtpServer().__enter__()
+    try:
+        open_gate = tmp_path / "go"
+        port = free_port()
+        flow = write_flow(tmp_path / "mail.flow.json", "Notify", [
+            {"id": "hook", "type": "trigger.webhook",
+             "params": {"path": fixed("/ship"), "port": fixed(port)}},
+            mail_node(smtp, {"scope": "message", "path": "payload.subject"}),
+            gate(open_gate),
+            {"id": "show", "type": "core.debug"}],
+            [("hook", "mail"), ("mail", "gate"), ("gate", "show")])
+        a = start_worker(procs, env)
+        b = start_worker(procs, env)
+        serve = Proc(["serve", str(flow)], env)
+        procs.append(serve)
+        serve.wait_for("listening on")
+        ids = []
+        for n in range(4):
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/ship", method="POST",
+                                         data=json.dumps({"subject": f"order {n}"}).encode(),
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                ids.append(json.loads(resp.read())["run_id"])
+        # Both workers hold a run past its mail, waiting at the gate.
+        until(lambda: len(smtp.received) >= 2, "two mails")
+        # (Each worker runs one at a time and prefetches nothing: so one of
+        # them is in worker a.)
+        a.kill()
+        open_gate.touch()
+        for run_id in ids:
+            rec = final(r, run_id)
+            assert rec["state"] == "finished" and rec["status"] == "ok", rec
+        subjects = sorted(m["Subject"] for m in smtp.messages)
+        assert subjects == [f"order {n}" for n in range(4)], subjects
+        assert len({m["Message-ID"] for m in smtp.messages}) == 4
+        retried = [i for i in ids if int(run_record(r, i)["attempts"]) > 1]
+        assert retried, "the killed worker's run ran again"
+        for run_id in retried:
+            texts = [e.get("text", "") for e in stream(r, run_id)]
+            assert any("was lost" in t for t in texts), texts
+        assert b.proc.poll() is None
+    finally:
+        smtp.__exit__()
+
+
+def test_cancel_across_processes(r, env, procs, tmp_path):
+    start_worker(procs, env)
+    flow = write_flow(tmp_path / "slow.flow.json", "Slow", [
+        {"id": "start", "type": "core.inject"}, gate(tmp_path / "never"),
+        {"id": "show", "type": "core.debug"}], [("start", "gate"), ("gate", "show")])
+    waiting = Proc(["submit", str(flow), "--wait"], env, stdout=subprocess.PIPE)
+    procs.append(waiting)
+    run_id = waiting.proc.stdout.readline().strip()
+    until(lambda: run_record(r, run_id).get("state") == "running", "the run to start")
+    done = switchboard(["runs", "cancel", run_id], env)
+    assert done.returncode == 0, done.stderr
+    assert waiting.proc.wait(WAIT) == 130
+    rec = final(r, run_id)
+    assert rec["state"] == "cancelled" and rec["reason"] == "interrupted"
+    assert switchboard(["runs", "cancel", "nosuchrun"], env).returncode == 2
+
+
+def test_poisoned_run_goes_to_dead_letters(r, env, procs, tmp_path):
+    start_worker(procs, env)
+    flow = write_flow(tmp_path / "poison.flow.json", "Poison", [
+        {"id": "watch", "type": "trigger.file",
+         "params": {"folder": fixed(str(tmp_path / "missing-on-the-worker"))}},
+        {"id": "show", "type": "core.debug"}], [("watch", "show")])
+    done = switchboard(["submit", str(flow), "--wait", "--max-tries", "2"], env)
+    assert done.returncode == 1
+    assert "dead-lettered after 2 tries" in done.stderr
+    run_id = done.stdout.splitlines()[0]
+    assert run_record(r, run_id)["state"] == "dead"
+    assert int(run_record(r, run_id)["attempts"]) == 2
+    letters = switchboard(["queue", "dead-letters", "--json"], env)
+    [letter] = json.loads(letters.stdout)
+    assert letter["id"] == run_id and "does not exist" in letter["error"]
