@@ -479,4 +479,7 @@ def install(window: Any) -> RunSession:
     from .pins import PinActions
 
     session.pins = PinActions(session)  # type: ignore[attr-defined]
+    from .debugging import DebugSession
+
+    session.debugging = DebugSession(session)  # type: ignore[attr-defined]
     return session

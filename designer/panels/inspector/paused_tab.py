@@ -1,0 +1,278 @@
+"""Paused: the messages (and tool calls) held at breakpoints, oldest first,
+and the selected one in a JSON editor, to be edited before it goes on.
+
+The tab only shows and edits; the buttons are the window's Continue, Step,
+Skip and Continue All actions (designer.debugging), which read the
+selected hold and the editor's text from here. A hold is the runtime's
+``Held`` (runtime.debugger): the run is a task on the GUI thread, so it is
+read directly, never copied."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QScrollArea,
+    QSplitter,
+    QStackedWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..json_editor import INVALID, JsonEditor, _same
+from .common import color, hint_label, preview
+
+if TYPE_CHECKING:
+    from runtime.debugger import Held
+
+    from .context import InspectorContext
+
+HOLD_ROLE = Qt.ItemDataRole.UserRole + 40
+LINE_PREVIEW = 48  # characters of a held message's payload in the list
+EMPTY_HINT = ("Nothing is paused. To stop messages somewhere, click left of a node's input "
+              "(a red dot appears), or right-click a node or a wire: Add Breakpoint. A "
+              "breakpoint on a tool node stops the agent's calls to it, arguments and all.")
+WHY = {
+    "breakpoint": "Stopped by a breakpoint",
+    "step": "Stopped after a step: the node before it ran",
+    "paused": "Paused with the whole run (Pause All): it goes on when the breakpoint's "
+              "message does",
+}
+
+
+def fmt_waiting(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+
+
+class PausedTab(QWidget):
+    node_selected = Signal(str)
+    selection_changed = Signal()
+
+    def __init__(self, ctx: InspectorContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self._held: dict[int, Held] = {}
+        self._shown_id: int | None = None
+        self._shown_view: Any = None
+
+        self.list = QListWidget()
+        self.list.setObjectName("PausedList")
+        self.list.setUniformItemSizes(True)
+        self.list.currentItemChanged.connect(self._on_current)
+        self.list.itemDoubleClicked.connect(self._double_clicked)
+
+        self.title = QLabel()
+        self.title.setObjectName("PausedTitle")
+        self.title.setWordWrap(True)
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.why = QLabel()
+        self.why.setWordWrap(True)
+        self.why.setObjectName("PausedWhy")
+        self.note = QLabel()
+        self.note.setWordWrap(True)
+        self.note.setObjectName("PausedNote")
+        self.editor = JsonEditor()
+        self.editor.text_edit.min_lines, self.editor.text_edit.max_lines = 5, 14
+        self.editor.text_edit.refit()
+        self.editor.value_changed.connect(lambda _v: self.error.hide())
+        self.error = QLabel()
+        self.error.setObjectName("PausedError")
+        self.error.setWordWrap(True)
+        self.error.hide()
+
+        self.buttons = QHBoxLayout()
+        self.buttons.setContentsMargins(0, 0, 0, 0)
+        self.buttons.setSpacing(6)
+
+        form = QWidget()
+        fl = QVBoxLayout(form)
+        fl.setContentsMargins(10, 8, 10, 8)
+        fl.setSpacing(4)
+        fl.addWidget(self.title)
+        fl.addWidget(self.why)
+        fl.addWidget(self.note)
+        fl.addWidget(self.editor)
+        fl.addWidget(self.error)
+        fl.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(form)
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 6)
+        rl.setSpacing(0)
+        rl.addWidget(scroll, 1)
+        bar = QWidget()
+        bar.setLayout(self.buttons)
+        bar.setContentsMargins(10, 0, 10, 0)
+        rl.addWidget(bar)
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self.list)
+        split.addWidget(right)
+        split.setStretchFactor(0, 0)
+        split.setStretchFactor(1, 1)
+        split.setSizes([300, 900])
+        split.setChildrenCollapsible(False)
+        self.list.setMinimumWidth(220)
+
+        self.empty = hint_label(EMPTY_HINT)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.empty)
+        self.stack.addWidget(split)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.stack)
+        # "waiting 12 s" keeps counting while the tab is on screen.
+        self._clock = QTimer(self)
+        self._clock.setInterval(1000)
+        self._clock.timeout.connect(self._tick)
+        self._restyle()
+
+    # -- the window's actions as buttons -------------------------------------------
+    def add_buttons(self, actions: list[Any], after_stretch: list[Any]) -> None:
+        """Buttons for ``actions`` (Continue, Step, Skip), then, at the
+        right, for ``after_stretch`` (Continue All, Pause All): the same
+        QActions as the toolbar's, so that text, state and shortcut agree."""
+        for group in (actions, after_stretch):
+            for action in group:
+                b = QToolButton()
+                b.setDefaultAction(action)
+                b.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+                b.setIconSize(QSize(16, 16))
+                b.setObjectName(f"paused_{action.objectName() or action.text()}")
+                self.buttons.addWidget(b)
+            if group is actions:
+                self.buttons.addStretch(1)
+
+    # -- inputs -----------------------------------------------------------------
+    def set_held(self, helds: list[Held]) -> None:
+        """The holds now, oldest first; the selected one stays selected
+        (its editor untouched) while it waits."""
+        self._held = {h.id: h for h in helds}
+        keep = self._shown_id if self._shown_id in self._held else None
+        self.list.blockSignals(True)
+        self.list.clear()
+        for h in helds:
+            item = QListWidgetItem(self._line(h))
+            item.setData(HOLD_ROLE, h.id)
+            item.setToolTip(self._title_text(h, html=False))
+            if h.reason == "paused":
+                item.setForeground(color("muted"))
+            self.list.addItem(item)
+            if h.id == keep:
+                self.list.setCurrentItem(item)
+        self.list.blockSignals(False)
+        self.stack.setCurrentIndex(1 if helds else 0)
+        if keep is None:
+            if helds:
+                self.list.setCurrentRow(0)  # _on_current loads it
+            else:
+                self._load(None)
+        elif keep is not None:
+            self._refresh_why(self._held[keep])
+
+    def _tick(self) -> None:
+        held = self.current()
+        if held is None or not self.isVisible():
+            self._clock.stop()
+        else:
+            self._refresh_why(held)
+
+    def current(self) -> Held | None:
+        return self._held.get(self._shown_id) if self._shown_id is not None else None
+
+    def select(self, hold_id: int) -> None:
+        for row in range(self.list.count()):
+            if self.list.item(row).data(HOLD_ROLE) == hold_id:
+                self.list.setCurrentRow(row)
+                return
+
+    def edit(self) -> tuple[Any, str | None]:
+        """(the edited message or arguments, None) when the person changed
+        them; (None, None) when not; (None, why) when the text is not JSON."""
+        value = self.editor.value()
+        if value is INVALID:
+            return None, f"The JSON does not parse ({self.editor.error}); fix it, or Skip."
+        if value is None or _same(value, self._shown_view):
+            return None, None
+        return value, None
+
+    def show_error(self, text: str) -> None:
+        self.error.setText(text)
+        self.error.setVisible(bool(text))
+
+    # -- showing one ----------------------------------------------------------------
+    def _on_current(self, item: QListWidgetItem | None, _prev: Any = None) -> None:
+        hold_id = item.data(HOLD_ROLE) if item is not None else None
+        self._load(self._held.get(hold_id) if hold_id is not None else None)
+        self.selection_changed.emit()
+
+    def _double_clicked(self, item: QListWidgetItem) -> None:
+        h = self._held.get(item.data(HOLD_ROLE))
+        if h is not None:
+            self.node_selected.emit(h.node)
+
+    def _load(self, h: Held | None) -> None:
+        self.show_error("")
+        if h is None:
+            self._shown_id, self._shown_view = None, None
+            self.title.setText("")
+            self.editor.set_value(None)
+            return
+        self._shown_id = h.id
+        self._shown_view = h.view()
+        self._clock.start()
+        self.title.setText(self._title_text(h))
+        self._refresh_why(h)
+        self.editor.text_edit.setPlainText("")
+        self.editor.set_value(self._shown_view)
+
+    def _refresh_why(self, h: Held) -> None:
+        why = WHY.get(h.reason, h.reason)
+        if h.condition:
+            why += f" · if {h.condition}"
+        why += f" · waiting {fmt_waiting(time.monotonic() - h.since)}"
+        if h.is_tool:
+            why += (". The node has not run: edit any argument (checked against the tool's "
+                    "schema), then Continue; Skip answers the agent that it was skipped.")
+        else:
+            why += ". Edit the message, then Continue (or Step, to stop at the next node)."
+        self.why.setText(why)
+        self.note.setText(h.note)
+        self.note.setVisible(bool(h.note))
+
+    def _name(self, node_id: str) -> str:
+        return self.ctx.name_of(node_id) or node_id
+
+    def _line(self, h: Held) -> str:
+        if h.is_tool:
+            return f"{h.tool} → {self._name(h.node)}  (tool call)"
+        where = f"wire into {self._name(h.node)}" if h.wire >= 0 else self._name(h.node)
+        view = h.view()
+        what = preview(view.get("payload") if isinstance(view, dict) else view, LINE_PREVIEW)
+        return f"{where}  ·  {h.reason}  ·  {what}"
+
+    def _title_text(self, h: Held, html: bool = True) -> str:
+        b = (lambda t: f"<b>{t}</b>") if html else (lambda t: t)
+        if h.is_tool:
+            return (f"Tool call {b(h.tool)} from {b(self._name(h.agent))}, before "
+                    f"{b(self._name(h.node))} runs: its arguments")
+        if h.wire >= 0:
+            return f"Message on the wire into {b(self._name(h.node))}"
+        return f"Message at {b(self._name(h.node))}, input {h.port}"
+
+    def _restyle(self) -> None:
+        self.setStyleSheet(
+            f"#PausedWhy {{ color: {color('muted').name()}; }}"
+            f"#PausedNote {{ color: {color('warning').name()}; }}"
+            f"#PausedError {{ color: {color('error').name()}; }}")
