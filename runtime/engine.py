@@ -122,7 +122,7 @@ class NodeRuntime:
         "engine", "node", "id", "spec", "fnode", "on_message", "is_async", "sem", "routes",
         "out_routes", "next", "incoming", "n_in", "n_out", "errors", "active", "last_in",
         "last_out", "budget", "deferred", "starting", "gate", "tool_targets", "disabled",
-        "inputs", "busy", "out_budget",
+        "inputs", "busy",
     )
 
     def __init__(self, engine: Engine, fnode: FlowNode, spec: NodeSpec) -> None:
@@ -145,9 +145,6 @@ class NodeRuntime:
         self.inputs: deque | None = None
         self.busy = 0.0  # seconds spent awaiting on_message (async and tool calls)
         self.budget = 0
-        # Outputs recorded this tick for the inspector: a budget of their
-        # own, so that a node's outputs never use up what records its inputs.
-        self.out_budget = 0
         self.deferred = 0
         self.starting = 0  # tasks made for a message that have not run yet
         # Nonzero while a message must not take the chain loop's fast path
@@ -773,10 +770,8 @@ class Engine:
         if n == 0:
             return
         rt.n_out += 1
-        if rt.out_budget > 0 and self._record:
-            rt.out_budget -= 1
-            rt.last_out.append(to_jsonable(msg, limit=SNAPSHOT_LIMIT, text=redact,
-                                           items=SNAPSHOT_ITEMS))
+        if rt.budget > 0 and self._record:
+            rt.record(rt.last_out, msg)
         depth += 1
         if n == 1:
             wire = wires[0]
@@ -993,15 +988,24 @@ class Engine:
     async def _stats_loop(self) -> None:
         # While a node has budget left, its messages leave the chain loop to
         # be recorded (the gate); a rerun wants more of them than the
-        # inspector shows, so recording inputs raises the budget.
-        budget = REPLAY_INPUTS if self._record_inputs else LAST_MESSAGES
+        # inspector shows, so recording inputs raises the budget. Inputs and
+        # outputs share it (a source's outputs must use it up, or its gate
+        # would stay up and its every message miss the fast path): room for
+        # REPLAY_INPUTS messages in and out.
+        budget = LAST_MESSAGES
+        if self._record_inputs:
+            budget = REPLAY_INPUTS * 2 if self._record else REPLAY_INPUTS
+        # With inputs recorded and outputs not, a source nothing sends to
+        # has nothing to record, and a budget it never used up would keep
+        # its gate up for good.
+        recorded = [rt for rt in self.nodes.values()
+                    if self._record or rt.incoming or not rt.spec.source]
         while True:
             if self._record or self._record_inputs:
-                for rt in self.nodes.values():
+                for rt in recorded:
                     if rt.budget <= 0:
                         rt.gate += 1
                     rt.budget = budget
-                    rt.out_budget = LAST_MESSAGES
             await asyncio.sleep(STATS_INTERVAL)
             if self.bus.active:
                 self.bus.publish(self.stats())
