@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from runtime.engine import REPLAY_INPUTS, Engine
 from runtime.events import EventBus
 from runtime.history import History
@@ -183,6 +185,21 @@ async def test_a_node_keeps_a_bounded_sample_of_what_reached_it(data_dir):
     assert len(replay.inputs["show"]) == REPLAY_INPUTS
     assert all(m["payload"] == "x" for m in replay.inputs["show"])
     assert [e.type for e in got[-2:]] == ["run.replay", "run.finished"]
+
+
+@pytest.mark.parametrize("record", [True, False])
+async def test_recording_leaves_a_sources_messages_on_the_fast_path(record):
+    """What a rerun keeps is recorded while a node's budget lasts; past it
+    (and at a source, which receives nothing) messages take the chain loop,
+    whose count is the wire's ``fast``."""
+    flow = make_flow([N("src", "core.inject", payload=1, count=400), N("show", "core.debug")],
+                     ["src->show"])
+    bus = EventBus()
+    bus.subscribe(lambda e: None)
+    engine = Engine(flow, bus=bus, record=record)
+    await engine.run()
+    [wire] = engine.nodes["src"].out_routes
+    assert wire.count == 400 and wire.fast > 200
 
 
 def test_rerun_the_mail_node_with_another_subject_over_real_smtp(data_dir, tmp_path):
