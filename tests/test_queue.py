@@ -244,7 +244,10 @@ def test_webhook_served_here_runs_on_a_worker(r, env, procs, tmp_path):
         {"id": "log", "type": "csv.write",
          "params": {"path": fixed(str(out)), "rows": {"scope": "message", "path": "payload"},
                     "mode": fixed("append")}},
-        {"id": "show", "type": "core.debug"}], [("hook", "log"), ("log", "show")])
+        {"id": "show", "type": "core.debug"},
+        {"id": "answer", "type": "http.response",
+         "params": {"status": fixed(201), "body": {"scope": "message", "path": "rows_written"}}}],
+        [("hook", "log"), ("log", "show"), ("log", "answer")])
     serve = Proc(["serve", str(flow)], env)
     procs.append(serve)
     serve.wait_for("listening on")
@@ -253,9 +256,11 @@ def test_webhook_served_here_runs_on_a_worker(r, env, procs, tmp_path):
         req = urllib.request.Request(f"http://127.0.0.1:{port}/orders", method="POST",
                                      data=json.dumps([{"order": n}]).encode(),
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            assert resp.status == 202
-            ids.append(json.loads(resp.read())["run_id"])
+        # The flow's HTTP Response node answers, on the worker, through Redis.
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            assert resp.status == 201
+            assert json.loads(resp.read()) == 1
+            ids.append(resp.headers["X-Switchboard-Run"])
     for run_id in ids:
         assert final(r, run_id)["status"] == "ok"
         worker_events = stream(r, run_id)

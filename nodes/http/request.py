@@ -301,7 +301,8 @@ class HttpRequest(Node):
             # another's requests. A flow that needs one sends it in headers.
             jar = CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
             return httpx.AsyncClient(
-                verify=verify, follow_redirects=False, cookies=jar,
+                verify=_tls_context(httpx) if verify else False, follow_redirects=False,
+                cookies=jar,
                 limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
 
         async def close(client: Any) -> None:
@@ -578,6 +579,18 @@ def _shown(url: Any) -> str:
     port = f":{url.port}" if url.port else ""
     text = f"{url.scheme}://{host}{port}{url.path}" + ("?…" if url.query else "")
     return _quote(redact(text))
+
+
+_TLS: list[Any] = []
+
+
+def _tls_context(httpx: Any) -> Any:
+    """The verifying TLS context, made once per process: loading the CA
+    bundle takes ~80 ms, which a run per event (queue mode: every run makes
+    its own client) would otherwise pay each time."""
+    if not _TLS:
+        _TLS.append(httpx.create_ssl_context())
+    return _TLS[0]
 
 
 def _headers(value: Any) -> dict[str, str]:

@@ -16,6 +16,19 @@ import os
 BROKER_ENV = "SWITCHBOARD_BROKER"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 INSTALL_HINT = "pip install -e '.[queue]'"
+DEFAULT_QUEUE = "switchboard"
+#: Tries of a run that fails at start or loses its worker before it goes to
+#: the dead-letter list.
+DEFAULT_MAX_TRIES = 3
+#: What the webhook trigger (nodes/http/webhook.py) shares with the HTTP
+#: Response node that answers its requests: the key of the waiting requests'
+#: futures in the run's resources, and the message key naming a request.
+#: Named here so that the runtime imports no node package: serve and the
+#: worker carry a queued run's answer back to the waiting request.
+WEBHOOK_PENDING = "http.webhook.pending"
+WEBHOOK_REQUEST = "_http_res"
+#: Largest answer body a queued run may send back to its webhook request.
+MAX_REPLY_BYTES = 1024 * 1024
 
 
 class QueueError(Exception):

@@ -21,10 +21,9 @@ import os
 import sys
 from typing import Any
 
-from . import check_installed, state
+from . import DEFAULT_QUEUE, check_installed, state
 
 TASK_NAME = "switchboard.run_flow"
-DEFAULT_QUEUE = "switchboard"
 #: Seconds before a task taken by a vanished worker goes back to the queue.
 DEFAULT_VISIBILITY_TIMEOUT = 300.0
 VISIBILITY_ENV = "SWITCHBOARD_VISIBILITY_TIMEOUT"

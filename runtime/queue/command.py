@@ -15,7 +15,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import BROKER_ENV, DEFAULT_BROKER, QueueError, check_installed, require_broker
+from . import (
+    BROKER_ENV,
+    DEFAULT_BROKER,
+    DEFAULT_MAX_TRIES,
+    DEFAULT_QUEUE,
+    QueueError,
+    check_installed,
+    require_broker,
+)
 
 COMMANDS = ("worker", "submit", "serve", "queue")
 BROKER_HELP = f"the Redis broker, e.g. {DEFAULT_BROKER} (default: ${BROKER_ENV})"
@@ -24,9 +32,6 @@ MAX_TRIES_LIMIT = 100
 
 
 def add_parsers(sub: Any, parser_class: type) -> None:
-    from .app import DEFAULT_QUEUE
-    from .tasks import DEFAULT_MAX_TRIES
-
     w = sub.add_parser("worker", help="run queued flows (a Celery worker; queue mode)")
     w.add_argument("--broker", help=BROKER_HELP)
     w.add_argument("--concurrency", type=int, default=os.cpu_count() or 1, metavar="N",

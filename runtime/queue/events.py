@@ -35,6 +35,9 @@ STREAM_MAXLEN = 20_000
 BATCH = 500
 #: Milliseconds a reader's XREAD blocks before it looks at the run's state.
 BLOCK_MS = 1000
+#: Milliseconds the Follower's XREAD blocks: short, because a run added
+#: meanwhile is read only from the next XREAD on (a webhook waits on it).
+FOLLOW_BLOCK_MS = 20
 
 FINAL = "queue.final"
 
@@ -183,10 +186,10 @@ class Follower:
             with self._lock:
                 streams = {stream_key(i): last for i, last in self._runs.items()}
             if not streams:
-                self._stop.wait(0.05)
+                self._stop.wait(FOLLOW_BLOCK_MS / 1000)
                 continue
             try:
-                got = self.r.xread(streams, count=BATCH, block=200)
+                got = self.r.xread(streams, count=BATCH, block=FOLLOW_BLOCK_MS)
             except Exception as exc:  # noqa: BLE001 - Redis gone for a moment
                 log.warning("reading run events: %s", exc)
                 self._stop.wait(1.0)

@@ -6,9 +6,12 @@ watches: the sources of category Triggers), each with services of its own
 (``_Host``) instead of an engine: what a trigger sends becomes a queued run
 whose task carries the flow and the event, and the worker starts the flow
 from that trigger with that message (its own triggers stay quiet there). A
-webhook request is answered ``202 Accepted`` with the run's id as soon as
-the run is queued (``503`` if it could not be), rather than by an HTTP
-Response node of the flow, which runs later and elsewhere.
+webhook request of a flow with an HTTP Response node is held open until the
+worker's run answers it (the answer comes back through the run's stream;
+the webhook's response_timeout_seconds still bounds the wait); one of a
+flow without such a node is answered ``202 Accepted`` with the run's id as
+soon as the run is queued. Either gets ``503`` if the run could not be
+queued.
 
 Each run queued here is followed through its event stream and recorded in
 this machine's run history, as if it had run here."""
@@ -23,17 +26,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ..message import to_jsonable
+from . import WEBHOOK_PENDING, WEBHOOK_REQUEST
 from .events import Follower
 from .submit import HistorySink, enqueue, payload_for
 
 log = logging.getLogger(__name__)
 
-#: What the webhook trigger (nodes/http/webhook.py) shares with the node
-#: that answers its requests: the key of the waiting requests' futures in
-#: the run's resources, and the message key naming a request. Serve answers
-#: them itself; named here so that the runtime imports no node package.
-WEBHOOK_PENDING = "http.webhook.pending"
-WEBHOOK_REQUEST = "_http_res"
+#: The header that names the queued run in a flow's answer to its webhook.
+RUN_HEADER = "X-Switchboard-Run"
 #: Runs recorded in history between two prunes of it.
 PRUNE_EVERY = 100
 
@@ -43,10 +43,11 @@ class _Reply:
 
     __slots__ = ("status", "headers", "body")
 
-    def __init__(self, status: int, body: dict[str, Any]) -> None:
+    def __init__(self, status: int, body: dict[str, Any] | bytes,
+                 headers: list[tuple[str, str]] | None = None) -> None:
         self.status = status
-        self.headers = [("Content-Type", "application/json")]
-        self.body = json.dumps(body).encode()
+        self.headers = headers if headers is not None else [("Content-Type", "application/json")]
+        self.body = body if isinstance(body, bytes) else json.dumps(body).encode()
 
 
 class _Host:
@@ -95,6 +96,9 @@ class TriggerServer:
 
         self.flows = [(flow, file, flow.to_json()) for flow, file in flows]
         self.digests = [flow_hash(data) for _, _, data in self.flows]
+        #: Per flow: whether it answers its webhook requests itself.
+        self.answers = [any(n.type == "http.response" and not n.disabled for n in flow.nodes)
+                        for flow, _ in flows]
         self.app = app
         self.r = r
         self.queue = queue
@@ -108,8 +112,11 @@ class TriggerServer:
         self._files: dict[str, str] = {}
         self._sinks: dict[str, HistorySink] = {}
         self._history: Any = None
-        self._follower = Follower(r, self._sink, self._done, on_exit=self._close_history) \
-            if history else None
+        self._record = history
+        self._follower = Follower(r, self._sink, self._done, on_exit=self._close_history)
+        #: Runs whose webhook request waits for the flow's answer: run -> request.
+        self._requests: dict[str, str] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
 
     def say(self, text: str) -> None:
@@ -136,8 +143,8 @@ class TriggerServer:
         from ..registry import Registry
 
         self._stop = asyncio.Event()
-        if self._follower is not None:
-            self._follower.start()
+        self._loop = asyncio.get_running_loop()
+        self._follower.start()
         registry = Registry.default()
         tasks = []
         try:
@@ -190,7 +197,8 @@ class TriggerServer:
     def fire(self, flow_ix: int, node_id: str, port: str, msg: dict) -> None:
         """A trigger's event: queue a run for it; answer a webhook request."""
         flow, file, data = self.flows[flow_ix]
-        request = msg.pop(WEBHOOK_REQUEST, None)
+        held = self.answers[flow_ix] and isinstance(msg.get(WEBHOOK_REQUEST), str)
+        request = msg.get(WEBHOOK_REQUEST) if held else msg.pop(WEBHOOK_REQUEST, None)
         payload = payload_for(flow, file, flow_json=data, flow_digest=self.digests[flow_ix],
                               trigger={"node": node_id, "port": port, "msg": to_jsonable(msg)},
                               **self.options)
@@ -202,9 +210,11 @@ class TriggerServer:
             return
         self.queued += 1
         self._files[run_id] = file
-        if self._follower is not None:
-            self._follower.add(run_id)
-        self._answer(request, _Reply(202, {"run_id": run_id, "status": "queued"}))
+        if held:
+            self._requests[run_id] = request  # answered when the flow's reply comes back
+        self._follower.add(run_id)
+        if not held:
+            self._answer(request, _Reply(202, {"run_id": run_id, "status": "queued"}))
 
     def _answer(self, request: str | None, reply: _Reply) -> None:
         if request is None:
@@ -215,7 +225,9 @@ class TriggerServer:
 
     # -- history (the follower's thread) ------------------------------------------------
     def _sink(self, run_id: str, event: Any, entry: dict | None) -> None:
-        if event is None:
+        if entry is not None and entry.get("type") == "queue.reply":
+            self._reply(run_id, entry)
+        if event is None or not self._record:
             return
         sink = self._sinks.get(run_id)
         if sink is None:
@@ -229,7 +241,34 @@ class TriggerServer:
             sink = self._sinks[run_id] = HistorySink(self._history, path)
         sink(event)
 
+    def _reply(self, run_id: str, entry: dict) -> None:
+        """The flow's answer to its webhook request, from the worker."""
+        import base64
+
+        request = self._requests.pop(run_id, None)
+        if request is None or self._loop is None:
+            return
+        try:
+            reply = _Reply(int(entry.get("status") or 200), base64.b64decode(entry.get("body", "")),
+                           [(str(k), str(v)) for k, v in entry.get("headers") or []]
+                           + [(RUN_HEADER, run_id)])
+        except (ValueError, TypeError):
+            reply = _Reply(502, {"error": "the run's answer could not be read"})
+        self._to_loop(request, reply)
+
+    def _to_loop(self, request: str, reply: _Reply) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._answer, request, reply)  # type: ignore[union-attr]
+        except RuntimeError:
+            pass  # serve has stopped: the request was answered 503 by the webhook
+
     def _done(self, run_id: str, entry: dict) -> None:
+        request = self._requests.pop(run_id, None)
+        if request is not None and self._loop is not None:
+            # Ended without answering (failed, say): not left to time out.
+            self._to_loop(request, _Reply(
+                502, {"run_id": run_id, "error": "the run ended without answering",
+                      "status": entry.get("status", "")}))
         sink = self._sinks.pop(run_id, None)
         if sink is not None:
             sink.close()
@@ -242,8 +281,6 @@ class TriggerServer:
 
     def close(self, wait: float = 0.0) -> None:
         """Stop following runs (after up to ``wait`` s for those in flight)."""
-        if self._follower is None:
-            return
         import time
 
         deadline = time.monotonic() + wait

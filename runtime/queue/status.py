@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import state
-from .app import DEFAULT_QUEUE, TASK_NAME
+from . import DEFAULT_QUEUE, state
+from .app import TASK_NAME
 
 #: Seconds workers get to answer a status request.
 INSPECT_TIMEOUT = 1.0

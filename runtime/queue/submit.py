@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ..events import Event, RunStarted
-from . import state
-from .app import DEFAULT_QUEUE, TASK_NAME
+from . import DEFAULT_MAX_TRIES, DEFAULT_QUEUE, state
+from .app import TASK_NAME
 from .events import follow
-from .tasks import DEFAULT_MAX_TRIES
 
 #: Seconds past a run's own timeout before Celery ends its task regardless
 #: (a node that keeps the worker's event loop busy).

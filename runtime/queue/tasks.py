@@ -32,7 +32,7 @@ import time
 from typing import Any
 
 from ..events import EventBus, NodeError, RunFinished, RunStarted
-from . import state
+from . import DEFAULT_MAX_TRIES, MAX_REPLY_BYTES, WEBHOOK_PENDING, WEBHOOK_REQUEST, state
 from .events import FINAL, StreamPublisher
 
 log = logging.getLogger(__name__)
@@ -45,10 +45,15 @@ LEASE_TTL = 15.0
 CANCEL_POLL = 0.2
 #: Seconds before a redelivered task looks again at a lease held by a live worker.
 LEASE_WAIT = 5.0
-DEFAULT_MAX_TRIES = 3
 #: Seconds before a run that failed at start is tried again: times 2 per try.
 RETRY_BASE = 1.0
 RETRY_MAX = 60.0
+
+
+#: Hashes of the flows this worker process has validated (a flow served by
+#: ``serve`` comes again with every event), at most VALID_CACHE.
+_VALID: set[str] = set()
+VALID_CACHE = 256
 
 
 class _Retry(Exception):  # noqa: N818 - a signal to the task, not an error
@@ -67,12 +72,15 @@ def execute(r: Any, payload: dict[str, Any], *, retry: Any) -> dict[str, Any]:
     """Run one delivery of a queued run; ``retry(countdown)`` raises the
     task's retry. Returns the run's summary (the task's result)."""
     run_id = str(payload["run_id"])
-    rec = state.info(r, run_id)
+    pipe = r.pipeline(transaction=False)
+    pipe.hgetall(state.run_key(run_id))
+    pipe.get(state.run_key(run_id, "cancel"))
+    rec, by = pipe.execute()
     if rec.get("state") in state.FINAL_STATES:
         return {"run_id": run_id, "skipped": f"already {rec['state']}"}
     pub = StreamPublisher(r, run_id)
     try:
-        return _deliver(r, run_id, payload, pub)
+        return _deliver(r, run_id, payload, pub, rec, by)
     except _Retry as again:
         pub.close()
         raise retry(again.countdown) from None
@@ -80,18 +88,21 @@ def execute(r: Any, payload: dict[str, Any], *, retry: Any) -> dict[str, Any]:
         pub.close()
 
 
-def _deliver(r: Any, run_id: str, payload: dict[str, Any], pub: StreamPublisher) -> dict:
+def _deliver(r: Any, run_id: str, payload: dict[str, Any], pub: StreamPublisher,
+             rec: dict[str, str], by: str | None) -> dict:
     worker = state.worker_name()
-    by = state.cancelled(r, run_id)
     if by is not None:
         return _end_early(r, run_id, payload, pub, "cancelled",
                           f"cancelled before it started ({by})", "interrupted")
     previous = state.take_lease(r, run_id, worker, LEASE_TTL)
     if previous is None:
         raise _Retry(LEASE_WAIT)  # a live worker runs it: look again later
-    attempts = int(r.hincrby(state.run_key(run_id), "attempts", 1))
+    pipe = r.pipeline(transaction=False)
+    pipe.hincrby(state.run_key(run_id), "attempts", 1)
+    state.update(pipe, run_id, state="running", worker=worker, started=time.time())
+    attempts = int(pipe.execute()[0])
     tries = int(payload.get("max_tries") or DEFAULT_MAX_TRIES)
-    last_error = state.info(r, run_id).get("error", "")
+    last_error = rec.get("error", "")
     if attempts > tries:
         why = f"dead-lettered after {tries} tries" + (f": {last_error}" if last_error else
                                                       " (its worker was lost each time)")
@@ -103,7 +114,6 @@ def _deliver(r: Any, run_id: str, payload: dict[str, Any], pub: StreamPublisher)
             else "the worker of its last attempt was lost"
         pub.entry("queue.attempt", run_id=run_id, attempt=attempts, worker=worker,
                   text=f"attempt {attempts} of {tries} on {worker} ({cause})")
-    state.update(r, run_id, state="running", worker=worker, started=time.time())
     try:
         result, cancelled_by = _run(r, run_id, payload, pub, worker)
     except StartFailed as exc:
@@ -170,10 +180,16 @@ def _load(payload: dict) -> Any:
         flow = parse_flow(data, file=name)
     except FlowError as exc:
         raise StartFailed("; ".join(str(p) for p in exc.problems[:5])) from None
+    digest = payload["hash"]
+    if digest in _VALID:
+        return flow  # this process validated the same flow already
     errors = [p for p in validate_flow(flow, Registry.default(), file=name)
               if p.severity == "error"]
     if errors:
         raise StartFailed("; ".join(str(p) for p in errors[:5]))
+    if len(_VALID) >= VALID_CACHE:
+        _VALID.clear()
+    _VALID.add(digest)
     return flow
 
 
@@ -217,6 +233,12 @@ def _run(r: Any, run_id: str, payload: dict, pub: StreamPublisher,
             eng.nodes[node_id].send(Message(trigger.get("msg") or {}), port)
 
         engine.entry = fire
+        request = (trigger.get("msg") or {}).get(WEBHOOK_REQUEST)
+        if isinstance(request, str):
+            # The flow answers its webhook request (an HTTP Response node):
+            # the answer goes back through the stream to serve, which holds
+            # the request open.
+            engine.resource(WEBHOOK_PENDING, dict)[request] = _ReplyRelay(pub, run_id, request)
     timeout = payload.get("timeout")
     token = LEDGER.set(RedisLedger(r, run_id))
     watch = _Watch(r, run_id, worker, engine)
@@ -228,6 +250,32 @@ def _run(r: Any, run_id: str, payload: dict, pub: StreamPublisher,
     if result.reason == "failed" and start_errors and not watch.cancelled_by:
         raise StartFailed("; ".join(start_errors[:5]))
     return result, watch.cancelled_by
+
+
+class _ReplyRelay:
+    """Stands for a waiting webhook request on the worker: what the HTTP
+    Response node sets as its answer goes to the run's stream as a
+    ``queue.reply`` entry, for serve to write to the request it holds."""
+
+    def __init__(self, pub: StreamPublisher, run_id: str, request: str) -> None:
+        self.pub = pub
+        self.run_id = run_id
+        self.request = request
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, reply: Any) -> None:
+        import base64
+
+        self._done = True
+        status, headers, body = reply.status, list(reply.headers), bytes(reply.body)
+        if len(body) > MAX_REPLY_BYTES:
+            status, headers = 502, []
+            body = f"the flow's answer is larger than {MAX_REPLY_BYTES} bytes".encode()
+        self.pub.entry("queue.reply", run_id=self.run_id, request=self.request, status=status,
+                       headers=headers, body=base64.b64encode(body).decode())
 
 
 class _Watch:
