@@ -328,8 +328,6 @@ class DebugSession(QObject):
         self.tab.set_held(held)
         inspector = self.session.inspector
         inspector.tabs.setTabText(self.tab_index, f"Paused ({len(held)})" if held else "Paused")
-        inspector.tabs.tabBar().setTabTextColor(
-            self.tab_index, theme.current().color("warning" if held else "muted"))
         if held and not self._had_held:
             # The first message to stop: show it, as an approval card shows itself.
             self.session.dock.open(by_run=True)

@@ -12,8 +12,9 @@ terminal what to do with each (runtime.debugger does the holding):
 The prompt talks to the controlling terminal (``/dev/tty``), as ``--approve
 ask`` does, so stdout stays the run's debug lines; with no terminal,
 ``--break`` is refused before the run starts. While the prompt waits, the
-rest of the run goes on. A reader thread (a daemon: it never keeps the
-process alive) hands the terminal's lines to the run's event loop.
+rest of the run goes on: a daemon thread (it never keeps the process alive)
+reads the line and hands it to the run's event loop. It reads only while a
+prompt waits, so between prompts the terminal is free for ``--approve ask``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import os
 import threading
 from typing import Any
 
-HELP = ("show | set PATH VALUE | continue (c) | step (s) | skip | quit (q)")
+HELP = "show | set PATH VALUE | continue (c) | step (s) | skip | quit (q)"
 
 
 class _BreakOption(argparse.Action):
@@ -98,7 +99,7 @@ class BreakPrompt:
 
     def __init__(self, debugger: Any, engine: Any, names: dict[str, str], fd: int) -> None:
         self.debugger, self.engine, self.names, self.fd = debugger, engine, names, fd
-        self.lines: asyncio.Queue | None = None
+        self._pending: asyncio.Future | None = None  # the line being read
         self.wake: asyncio.Event | None = None
         self.task: asyncio.Task | None = None
         self.quit = False
@@ -108,37 +109,29 @@ class BreakPrompt:
     def _changed(self) -> None:
         """A message was held or let go (on the run's loop)."""
         if self.task is None:
-            loop = asyncio.get_running_loop()
-            self.lines, self.wake = asyncio.Queue(), asyncio.Event()
-            threading.Thread(target=self._read, args=(loop, self.lines), daemon=True,
-                             name="break prompt").start()
-            self.task = loop.create_task(self._serve())
+            self.wake = asyncio.Event()
+            self.task = asyncio.get_running_loop().create_task(self._serve())
         assert self.wake is not None
         self.wake.set()
 
-    def _read(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue) -> None:
+    def _read_line(self, loop: asyncio.AbstractEventLoop, got: asyncio.Future) -> None:
+        """One line from the terminal, in a daemon thread, only while the
+        prompt waits for one: between prompts the terminal is free for
+        --approve ask. None when the terminal goes away."""
         buf = b""
-        while True:
+        while b"\n" not in buf:
             try:
                 chunk = os.read(self.fd, 4096)
             except OSError:
                 chunk = b""
             if not chunk:
-                self._post(loop, lines, None)  # the terminal went away
-                return
+                break
             buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                if not self._post(loop, lines, line.decode("utf-8", "replace").strip()):
-                    return
-
-    @staticmethod
-    def _post(loop: asyncio.AbstractEventLoop, lines: asyncio.Queue, line: str | None) -> bool:
+        line = buf.decode("utf-8", "replace").strip() if buf else None
         try:
-            loop.call_soon_threadsafe(lines.put_nowait, line)
+            loop.call_soon_threadsafe(lambda: got.done() or got.set_result(line))
         except RuntimeError:  # the loop has closed: the run is over
-            return False
-        return True
+            pass
 
     def _write(self, text: str) -> None:
         try:
@@ -195,13 +188,17 @@ class BreakPrompt:
     async def _line(self, held: Any) -> Any:
         """The next line typed, or _GONE when ``held`` is let go meanwhile
         (the run stopped); None at the end of the terminal."""
-        assert self.lines is not None
-        getter = asyncio.ensure_future(self.lines.get())
-        done, _ = await asyncio.wait({getter, held.future}, return_when=asyncio.FIRST_COMPLETED)
-        if getter in done:
-            return getter.result()
-        getter.cancel()
-        return _GONE
+        if self._pending is None:  # a line asked for before and not typed yet stays asked
+            loop = asyncio.get_running_loop()
+            self._pending = loop.create_future()
+            threading.Thread(target=self._read_line, args=(loop, self._pending), daemon=True,
+                             name="break prompt").start()
+        got = self._pending
+        await asyncio.wait({got, held.future}, return_when=asyncio.FIRST_COMPLETED)
+        if not got.done():
+            return _GONE
+        self._pending = None
+        return got.result()
 
     def _command(self, held: Any, line: str | None) -> None:
         if line is None:

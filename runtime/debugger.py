@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import DebugPaused, DebugResumed
+from .events import DebugPaused, DebugResumed, NodeStatus
 from .expressions import Expression, ExpressionContext, ExpressionError
 from .message import Message, deep_copy, get_path, new_msgid, set_path, to_jsonable
 from .node import redact
@@ -467,6 +467,7 @@ class Debugger:
             hold=held.id, node=node, port=held.port, wire=wire, msgid=held.msgid,
             caller_id=held.caller_id, agent=held.agent, tool=held.tool, reason=reason,  # type: ignore[arg-type]
             condition=held.condition, note=redact(note), msg=held.view()))
+        self._status(node)
         self._changed()
         return held
 
@@ -525,6 +526,7 @@ class Debugger:
             caller_id=held.caller_id, action=kind, edited=held.edited,  # type: ignore[arg-type]
             msg=held.view() if held.edited else None,
             waited_ms=(time.monotonic() - held.since) * 1000))
+        self._status(held.node)
         self._changed()
 
     def _forget(self, held: Held) -> None:
@@ -535,7 +537,16 @@ class Debugger:
             hold=held.id, node=held.node, wire=held.wire, msgid=held.msgid,
             caller_id=held.caller_id, action="stopped",
             waited_ms=(time.monotonic() - held.since) * 1000))
+        self._status(held.node)
         self._changed()
+
+    def _status(self, node: str) -> None:
+        """The node's status line says that messages wait there (a few per
+        second at most: holds are made and let go at a person's pace)."""
+        n = sum(1 for h in self.held.values() if h.node == node)
+        text = "" if not n else "paused at a breakpoint" + (f" ({n})" if n > 1 else "")
+        self._publish(NodeStatus(node=node, text=text, color="yellow" if n else "",
+                                 state="running" if n else "idle"))
 
     def _publish(self, event: Any) -> None:
         bus = getattr(self.engine, "bus", None)

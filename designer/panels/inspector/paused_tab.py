@@ -66,6 +66,9 @@ class PausedTab(QWidget):
         self.list = QListWidget()
         self.list.setObjectName("PausedList")
         self.list.setUniformItemSizes(True)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setSpacing(2)
         self.list.currentItemChanged.connect(self._on_current)
         self.list.itemDoubleClicked.connect(self._double_clicked)
 
@@ -181,6 +184,11 @@ class PausedTab(QWidget):
         elif keep is not None:
             self._refresh_why(self._held[keep])
 
+    def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        if self.current() is not None:
+            self._clock.start()
+
     def _tick(self) -> None:
         held = self.current()
         if held is None or not self.isVisible():
@@ -255,12 +263,13 @@ class PausedTab(QWidget):
         return self.ctx.name_of(node_id) or node_id
 
     def _line(self, h: Held) -> str:
-        if h.is_tool:
-            return f"{h.tool} → {self._name(h.node)}  (tool call)"
-        where = f"wire into {self._name(h.node)}" if h.wire >= 0 else self._name(h.node)
+        """Two lines: where it waits, then why and what it carries."""
         view = h.view()
+        if h.is_tool:
+            return f"{h.tool} → {self._name(h.node)}\ntool call · {preview(view, LINE_PREVIEW)}"
+        where = f"wire into {self._name(h.node)}" if h.wire >= 0 else self._name(h.node)
         what = preview(view.get("payload") if isinstance(view, dict) else view, LINE_PREVIEW)
-        return f"{where}  ·  {h.reason}  ·  {what}"
+        return f"{where}\n{h.reason} · {what}"
 
     def _title_text(self, h: Held, html: bool = True) -> str:
         b = (lambda t: f"<b>{t}</b>") if html else (lambda t: t)
