@@ -197,6 +197,32 @@ def latencies(hook_port: int, target: Target, samples: int, tag: str) -> list[fl
     return out
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time of a process and its live descendants (Linux /proc; 0 elsewhere)."""
+    try:
+        tick = os.sysconf("SC_CLK_TCK")
+        parents: dict[int, int] = {}
+        times: dict[int, float] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rpartition(")")[2].split()
+            except OSError:
+                continue
+            parents[int(entry)] = int(fields[1])
+            times[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    except (OSError, ValueError, AttributeError):
+        return 0.0
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += times.get(p, 0.0)
+        todo.extend(c for c, parent in parents.items() if parent == p)
+    return total
+
+
 def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100)[98] if len(values) >= 2 else values[0]
 
@@ -211,6 +237,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="sb-queue-bench-"))
     target = Target()
     results = []
+    cpu: dict[int, dict[str, float]] = {}
     with RedisServer() as redis_server:
         env = dict(os.environ, SWITCHBOARD_BROKER=redis_server.url,
                    SWITCHBOARD_DATA_DIR=str(tmp / "data"), PYTHONUNBUFFERED="1")
@@ -238,7 +265,12 @@ def main() -> None:
                 worker.wait_for("switchboard worker ready")
                 serve.wait_for("listening on")
                 burst(port, 4 * n, csv_path, f"warm{n}")  # every pool process once
+                pids = {"serve": serve.proc.pid, "worker": worker.proc.pid,
+                        "redis": redis_server.proc.pid}
+                before = {k: cpu_seconds(v) for k, v in pids.items()}
                 rate = burst(port, args.runs, csv_path, f"q{n}")
+                cpu[n] = {k: (cpu_seconds(v) - before[k]) * 1000 / args.runs
+                          for k, v in pids.items()}
                 lat = latencies(port, target, args.samples, f"q{n}")
             finally:
                 serve.stop()
@@ -254,6 +286,10 @@ def main() -> None:
         med, top = statistics.median(lat), p99(lat)
         print(f"{name:<28} {rate:>8.1f} {med:>10.2f} {top:>8.2f} {med - base:>13.2f} "
               f"{top - base99:>10.2f}")
+    print("CPU ms per queued run (burst):")
+    for n, parts in cpu.items():
+        print(f"  {n} worker process{'es' * (n > 1)}: " + ", ".join(
+            f"{k} {v:.1f}" for k, v in parts.items()) + f", total {sum(parts.values()):.1f}")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ KEEP_TTL = 7 * 24 * 3600
 DEAD_LETTERS = PREFIX + "deadletter"
 #: Entries the dead-letter list keeps (newest first).
 MAX_DEAD_LETTERS = 1000
+#: Bytes one dead letter may take with its task (the flow travels in it).
+MAX_DEAD_LETTER_BYTES = 1024 * 1024
 ACTIVE = PREFIX + "active"
 FINAL_STATES = frozenset({"finished", "dead", "cancelled"})
 
@@ -158,9 +160,15 @@ def _gone(holder: str) -> bool:
 # -- dead letters ----------------------------------------------------------------------
 
 def dead_letter(r: Any, run_id: str, entry: dict[str, Any]) -> None:
+    """Add the run to the dead-letter list, with its task (to queue again
+    by hand) when that is at most MAX_DEAD_LETTER_BYTES."""
+    data = json.dumps({"id": run_id, "ts": time.time(), **entry}, ensure_ascii=False,
+                      default=str)
+    if len(data) > MAX_DEAD_LETTER_BYTES:
+        data = json.dumps({"id": run_id, "ts": time.time(), **entry, "payload": None},
+                          ensure_ascii=False, default=str)
     pipe = r.pipeline()
-    pipe.lpush(DEAD_LETTERS, json.dumps({"id": run_id, "ts": time.time(), **entry},
-                                        ensure_ascii=False, default=str))
+    pipe.lpush(DEAD_LETTERS, data)
     pipe.ltrim(DEAD_LETTERS, 0, MAX_DEAD_LETTERS - 1)
     pipe.execute()
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import os
 import threading
 import time
 from typing import Any
@@ -37,6 +39,9 @@ from .events import FINAL, StreamPublisher
 
 log = logging.getLogger(__name__)
 
+#: Seconds past a run's deadline, or its cancel, before the worker ends it
+#: regardless (a node keeping the event loop busy ignores both).
+HARD_STOP_GRACE = 5.0
 #: Seconds a lease lives without renewal: how long a run of a worker that
 #: vanished (a machine, not a process) waits before another takes it over.
 LEASE_TTL = 15.0
@@ -241,7 +246,7 @@ def _run(r: Any, run_id: str, payload: dict, pub: StreamPublisher,
             engine.resource(WEBHOOK_PENDING, dict)[request] = _ReplyRelay(pub, run_id, request)
     timeout = payload.get("timeout")
     token = LEDGER.set(RedisLedger(r, run_id))
-    watch = _Watch(r, run_id, worker, engine)
+    watch = _Watch(r, run_id, worker, engine, pub)
     try:
         result = asyncio.run(watch.run(float(timeout) if timeout else None))
     finally:
@@ -279,15 +284,22 @@ class _ReplyRelay:
 
 
 class _Watch:
-    """A thread beside the run: renews its lease and stops it when its
-    cancel flag is set (``switchboard runs cancel``, from any machine)."""
+    """A thread beside the run: renews its lease, stops the run when its
+    cancel flag is set (``switchboard runs cancel``, from any machine), and
+    ends it regardless when it has not stopped HARD_STOP_GRACE seconds past
+    its deadline or its cancel (a node keeping the event loop busy): then it
+    publishes the run's end itself and exits the pool process, which Celery
+    replaces; the task it puts back finds the run final and is dropped."""
 
-    def __init__(self, r: Any, run_id: str, worker: str, engine: Any) -> None:
+    def __init__(self, r: Any, run_id: str, worker: str, engine: Any,
+                 pub: StreamPublisher) -> None:
         self.r = r
         self.run_id = run_id
         self.worker = worker
         self.engine = engine
+        self.pub = pub
         self.cancelled_by: str | None = None
+        self._hard_at = 0.0
         self._stop = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = threading.Thread(target=self._watch, name="switchboard-run-watch",
@@ -295,6 +307,8 @@ class _Watch:
 
     async def run(self, timeout: float | None) -> Any:
         self._loop = asyncio.get_running_loop()
+        if timeout is not None:
+            self._hard_at = time.monotonic() + timeout + HARD_STOP_GRACE
         self._thread.start()
         return await self.engine.run(timeout)
 
@@ -306,10 +320,14 @@ class _Watch:
     def _watch(self) -> None:
         renew_at = time.monotonic() + LEASE_TTL / 3
         while not self._stop.wait(CANCEL_POLL):
+            if self._hard_at and time.monotonic() >= self._hard_at:
+                self._hard_stop()
             try:
                 by = state.cancelled(self.r, self.run_id)
                 if by is not None and self.cancelled_by is None:
                     self.cancelled_by = by
+                    self._hard_at = min(self._hard_at or math.inf,
+                                        time.monotonic() + HARD_STOP_GRACE)
                     loop = self._loop
                     if loop is not None and not loop.is_closed():
                         loop.call_soon_threadsafe(self.engine.stop, f"cancelled ({by})")
@@ -320,3 +338,26 @@ class _Watch:
             except Exception as exc:  # noqa: BLE001 - Redis away for a moment: the run goes on
                 log.warning("run %s: watching its cancel flag: %s", self.run_id, exc)
 
+    def _hard_stop(self) -> None:
+        from ..engine import STATUS_OF_REASON
+
+        if self._stop.is_set():
+            return  # the run ended meanwhile
+        engine = self.engine
+        reason = "interrupted" if self.cancelled_by else "timeout"
+        message = "the run did not stop on time: a node kept the worker's event loop busy"
+        in_flight = dict(engine.in_flight())
+        summary = {"run_id": self.run_id, "status": STATUS_OF_REASON[reason], "reason": reason,
+                   "errors": engine.uncaught, "in_flight": in_flight, "message": message,
+                   "duration_ms": engine.elapsed_ms(), "worker": self.worker}
+        try:
+            self.pub(RunFinished(run_id=self.run_id, status=summary["status"], reason=reason,
+                                 message=message, in_flight=in_flight, errors=engine.uncaught,
+                                 duration_ms=summary["duration_ms"]))
+            self.pub.entry(FINAL, **summary)
+            self.pub.close()
+            state.final(self.r, self.run_id, "cancelled" if self.cancelled_by else "finished",
+                        status=summary["status"], reason=reason, error=message)
+        finally:
+            log.error("run %s: %s; ending this pool process", self.run_id, message)
+            os._exit(1)
