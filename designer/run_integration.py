@@ -482,4 +482,7 @@ def install(window: Any) -> RunSession:
     from .debugging import DebugSession
 
     session.debugging = DebugSession(session)  # type: ignore[attr-defined]
+    from .queue_panel import QueueActions
+
+    session.queue = QueueActions(session)  # type: ignore[attr-defined]
     return session

@@ -1,0 +1,424 @@
+"""Queue mode in the designer (docs/queue.md): Run > Run on Queue queues the
+flow on screen on the workers and shows its run live, as a local one is
+shown (the canvas's badges, the inspector, the status bar, then History);
+Run > Workers… lists the workers and their load, the runs queued and
+running, and watches or cancels one.
+
+A queued run's events come back through its Redis stream, read by a thread
+here (``RemoteRun``) and handed to the run session on the GUI thread in
+batches, folded like a local run's. Stop cancels the run on whatever worker
+runs it. Celery and redis-py are imported only when one of these actions is
+used, never when the designer starts."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Any
+
+from PySide6.QtCore import QObject, QSettings, QTimer, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from runtime.engine import RunResult
+from runtime.events import RunFinished, RunStarted
+
+from .run_controller import fold_events
+
+log = logging.getLogger(__name__)
+
+BROKER_KEY = "queue/broker"
+#: Milliseconds between two batches of a remote run's events on screen.
+FLUSH_MS = 100
+#: Milliseconds between two refreshes of the Workers view.
+REFRESH_MS = 2000
+
+
+def broker() -> str | None:
+    """The broker: $SWITCHBOARD_BROKER, else the one the Workers view was
+    given last; None: queue mode is off."""
+    from runtime.queue import BROKER_ENV, QueueError, broker_url
+
+    try:
+        return broker_url(os.environ.get(BROKER_ENV) or QSettings().value(BROKER_KEY, "", str))
+    except QueueError:
+        return None
+
+
+class RemoteRun(QObject):
+    """Reads one queued run's stream in a thread; its events come out on
+    the GUI thread as ``batch`` (folded), its end as ``ended`` (the
+    queue.final entry), a lost connection as ``failed``."""
+
+    batch = Signal(list)
+    ended = Signal(dict)
+    failed = Signal(str)
+
+    def __init__(self, url: str, run_id: str, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.url = url
+        self.run_id = run_id
+        self._stop = threading.Event()
+        self._pending: list[Any] = []
+        self._lock = threading.Lock()
+        self._final: dict | None = None
+        self._started_seen = False
+        self._timer = QTimer(self)
+        self._timer.setInterval(FLUSH_MS)
+        self._timer.timeout.connect(self._flush)
+        self._thread = threading.Thread(target=self._read, name="switchboard-remote-run",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._timer.start()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._timer.stop()
+
+    def _read(self) -> None:
+        from runtime.queue import state
+        from runtime.queue.events import follow
+
+        try:
+            r = state.client(self.url)
+            for event, entry in follow(r, self.run_id, stop=self._stop.is_set):
+                with self._lock:
+                    if event is not None:
+                        if isinstance(event, RunStarted):
+                            if self._started_seen:
+                                continue  # a later attempt's: the run goes on
+                            self._started_seen = True
+                        self._pending.append(event)
+                    if entry is not None and entry.get("type") == "queue.final":
+                        self._final = entry
+        except Exception as exc:  # noqa: BLE001 - Redis gone: say so on screen
+            log.debug("following run %s", self.run_id, exc_info=True)
+            self.failed.emit(str(exc))
+
+    def _flush(self) -> None:
+        with self._lock:
+            events, self._pending = self._pending, []
+            final, self._final = self._final, None
+        if events:
+            self.batch.emit(fold_events(events))
+        if final is not None:
+            self._timer.stop()
+            self.ended.emit(final)
+
+
+class QueueActions(QObject):
+    """Run on Queue, Workers…, and the remote run on screen."""
+
+    def __init__(self, session: Any) -> None:
+        super().__init__(session)
+        self.session = session
+        self.remote: RemoteRun | None = None
+        self.finished: RunFinished | None = None
+        self._history_sink: Any = None
+        self._started = 0.0
+        self.workers_dialog: WorkersDialog | None = None
+        self.run_action = QAction("Run on &Queue", self)
+        self.run_action.setToolTip("Queue the flow on the workers (queue mode) and show its run "
+                                   "here as it happens")
+        self.run_action.triggered.connect(self.run_on_queue)
+        self.workers_action = QAction("&Workers…", self)
+        self.workers_action.setToolTip("Queue mode: the workers and their load, the queued and "
+                                       "running runs")
+        self.workers_action.triggered.connect(self.show_workers)
+        menu = session._menu_of(session.run_action)
+        if menu is not None:
+            menu.addSeparator()
+            menu.addAction(self.run_action)
+            menu.addAction(self.workers_action)
+        session.stop_action.triggered.connect(self.cancel)
+        self._tick = QTimer(self)
+        self._tick.setInterval(250)
+        self._tick.timeout.connect(self._show_elapsed)
+        self.run_action.setEnabled(True)
+
+    @property
+    def watching(self) -> bool:
+        return self.remote is not None
+
+    # -- commands -----------------------------------------------------------------------
+    def run_on_queue(self) -> str | None:
+        """Queue the flow on screen; its run id, or None (said why)."""
+        session = self.session
+        url = broker()
+        if url is None:
+            QMessageBox.information(
+                session.window, "Run on Queue",
+                "Queue mode is off: set SWITCHBOARD_BROKER (e.g. redis://127.0.0.1:6379/0), "
+                "or give the broker in Run > Workers…, and start workers with "
+                "`switchboard worker`.")
+            return None
+        if session.controller.is_running or self.watching:
+            return None
+        doc = session.document
+        file = str(doc.path) if doc.path else ""
+        if session.controller.check(doc.flow, file):
+            return None  # refused: the problems are shown, as for Run
+        try:
+            from runtime.queue import check_installed, state
+            from runtime.queue.app import make_app
+            from runtime.queue.submit import enqueue, payload_for
+
+            check_installed()
+            payload = payload_for(doc.flow, file or f"{doc.flow.name}.flow.json",
+                                  trace=session.record_action.isChecked())
+            run_id = enqueue(make_app(url), state.client(url), payload)
+        except Exception as exc:  # noqa: BLE001 - no broker, no extra: a message, not a crash
+            QMessageBox.warning(session.window, "Run on Queue", f"Could not queue the run: {exc}")
+            return None
+        self.watch(run_id, url)
+        return run_id
+
+    def watch(self, run_id: str, url: str | None = None) -> None:
+        """Show a queued run live on the flow on screen (its own, or one
+        picked in the Workers view)."""
+        url = url or broker()
+        if url is None or self.session.controller.is_running:
+            return
+        if self.remote is not None:
+            self.remote.stop()
+        session = self.session
+        self.finished = None
+        self._started = time.monotonic()
+        session._on_started(run_id)
+        session._on_state("running")
+        self.run_action.setEnabled(False)
+        self._history_sink = None
+        if session.history is not None:
+            from runtime.queue.submit import HistorySink
+
+            path = str(session.document.path) if session.document.path else ""
+            self._history_sink = HistorySink(session.history, path)
+        self.remote = RemoteRun(url, run_id, self)
+        self.remote.batch.connect(self._on_batch)
+        self.remote.ended.connect(self._on_ended)
+        self.remote.failed.connect(self._on_failed)
+        self.remote.start()
+        self._tick.start()
+        self._show_elapsed()
+
+    def cancel(self) -> None:
+        """Stop: cancel the run on whatever worker runs it."""
+        if self.remote is None:
+            return
+        url = broker()
+        if url is None:
+            return
+        from runtime.queue import state
+
+        try:
+            state.cancel(state.client(url), self.remote.run_id, "by the designer")
+        except Exception as exc:  # noqa: BLE001
+            QMessageBox.warning(self.session.window, "Stop", f"Could not cancel the run: {exc}")
+            return
+        self.session._set_status("stopping", "Cancelling the queued run…")
+
+    def show_workers(self) -> WorkersDialog:
+        if self.workers_dialog is None:
+            self.workers_dialog = WorkersDialog(self, self.session.window)
+        self.workers_dialog.show()
+        self.workers_dialog.raise_()
+        self.workers_dialog.refresh()
+        return self.workers_dialog
+
+    # -- the remote run on screen ----------------------------------------------------------
+    def _on_batch(self, events: list) -> None:
+        for event in events:
+            if isinstance(event, RunFinished):
+                self.finished = event
+            if self._history_sink is not None:
+                try:
+                    self._history_sink(event)
+                except Exception:  # noqa: BLE001 - the run goes on screen anyway
+                    log.exception("could not record the queued run")
+        self.session._on_events(events)
+
+    def _on_ended(self, entry: dict) -> None:
+        self._tick.stop()
+        if self.remote is not None:
+            self.remote.stop()
+            self.remote = None
+        if self._history_sink is not None:
+            self._history_sink.close()
+            self._history_sink = None
+        fin = self.finished
+        if fin is not None:
+            result = RunResult(status=fin.status, errors=fin.errors, duration_ms=fin.duration_ms,
+                               reason=fin.reason, message=fin.message, in_flight=fin.in_flight,
+                               usage=fin.usage, cost_usd=fin.cost_usd,
+                               tool_cost_usd=fin.tool_cost_usd)
+        else:
+            result = RunResult(status=str(entry.get("status") or "error"),
+                               errors=int(entry.get("errors") or 0),
+                               reason=str(entry.get("reason") or "failed"),
+                               message=str(entry.get("message") or ""))
+        self.run_action.setEnabled(True)
+        self.session._on_state("idle")
+        self.session._on_finished(result)
+
+    def _on_failed(self, text: str) -> None:
+        self._on_ended({"status": "error", "reason": "failed", "errors": 1,
+                        "message": f"lost the queued run's events: {text}"})
+
+    def _show_elapsed(self) -> None:
+        if self.remote is None:
+            return
+        seconds = time.monotonic() - self._started
+        self.session._set_status("running", f"Running on the queue… {seconds:.1f} s "
+                                            f"(run {self.remote.run_id})")
+
+
+class WorkersDialog(QDialog):
+    """The workers and their load, the runs queued and running; watch or
+    cancel one. Refreshed every REFRESH_MS in a thread (workers get a
+    second to answer)."""
+
+    snapshot_ready = Signal(object)
+
+    def __init__(self, actions: QueueActions, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Workers")
+        self.actions = actions
+        self._busy = False
+        self._app: Any = None
+        self._app_url = ""
+        layout = QVBoxLayout(self)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Broker:"))
+        self.broker_edit = QLineEdit(broker() or "")
+        self.broker_edit.setPlaceholderText("redis://127.0.0.1:6379/0")
+        self.broker_edit.setReadOnly(bool(os.environ.get("SWITCHBOARD_BROKER")))
+        self.broker_edit.editingFinished.connect(self._broker_edited)
+        row.addWidget(self.broker_edit, 1)
+        layout.addLayout(row)
+        self.summary = QLabel("…")
+        layout.addWidget(self.summary)
+        self.workers = QTableWidget(0, 3)
+        self.workers.setHorizontalHeaderLabels(["Worker", "Busy", "Runs done"])
+        self.workers.horizontalHeader().setStretchLastSection(True)
+        layout.addWidget(self.workers)
+        self.runs = QTableWidget(0, 4)
+        self.runs.setHorizontalHeaderLabels(["Run", "State", "Flow", "Worker"])
+        self.runs.horizontalHeader().setStretchLastSection(True)
+        self.runs.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        layout.addWidget(self.runs, 1)
+        buttons = QDialogButtonBox()
+        self.watch_button = QPushButton("Watch")
+        self.watch_button.setToolTip("Show the selected run live on the flow on screen")
+        self.cancel_button = QPushButton("Cancel Run")
+        buttons.addButton(self.watch_button, QDialogButtonBox.ButtonRole.ActionRole)
+        buttons.addButton(self.cancel_button, QDialogButtonBox.ButtonRole.ActionRole)
+        buttons.addButton(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.close)
+        self.watch_button.clicked.connect(self._watch)
+        self.cancel_button.clicked.connect(self._cancel)
+        layout.addWidget(buttons)
+        self.snapshot_ready.connect(self._show)
+        self._timer = QTimer(self)
+        self._timer.setInterval(REFRESH_MS)
+        self._timer.timeout.connect(self.refresh)
+        self._timer.start()
+        self.resize(640, 420)
+
+    def _broker_edited(self) -> None:
+        QSettings().setValue(BROKER_KEY, self.broker_edit.text().strip())
+        self.refresh()
+
+    def refresh(self) -> None:
+        url = broker()
+        if url is None:
+            self.summary.setText("Queue mode is off: give the broker (a Redis URL) above.")
+            return
+        if self._busy or not self.isVisible():
+            return
+        self._busy = True
+        threading.Thread(target=self._snapshot, args=(url,), daemon=True).start()
+
+    def _snapshot(self, url: str) -> None:
+        try:
+            from runtime.queue import check_installed, state
+            from runtime.queue.app import make_app
+            from runtime.queue.status import snapshot
+
+            check_installed()
+            if self._app is None or self._app_url != url:
+                self._app, self._app_url = make_app(url), url
+            snap: Any = snapshot(url, state.client(url), app=self._app)
+        except Exception as exc:  # noqa: BLE001 - shown in the dialog
+            snap = exc
+        self.snapshot_ready.emit(snap)
+
+    def _show(self, snap: Any) -> None:
+        self._busy = False
+        if isinstance(snap, Exception):
+            self.summary.setText(f"Cannot reach the broker: {snap}")
+            return
+        self.summary.setText(f"{len(snap['workers'])} worker(s) · {snap['queued']} queued · "
+                             f"{snap['running']} running · {snap['dead_letters']} dead letter(s)")
+        self.workers.setRowCount(len(snap["workers"]))
+        for i, w in enumerate(snap["workers"]):
+            for j, text in enumerate((w["name"], f"{w['active']} of {w['concurrency']}",
+                                      str(w["done"]))):
+                self.workers.setItem(i, j, QTableWidgetItem(text))
+        selected = self.selected_run()
+        self.runs.setRowCount(len(snap["runs"]))
+        for i, run in enumerate(snap["runs"]):
+            for j, text in enumerate((run["id"], run.get("state", ""), run.get("flow", ""),
+                                      run.get("worker", ""))):
+                self.runs.setItem(i, j, QTableWidgetItem(text))
+            if run["id"] == selected:
+                self.runs.selectRow(i)
+
+    def selected_run(self) -> str | None:
+        rows = self.runs.selectionModel().selectedRows() if self.runs.selectionModel() else []
+        if not rows:
+            return None
+        item = self.runs.item(rows[0].row(), 0)
+        return item.text() if item is not None else None
+
+    def _watch(self) -> None:
+        run_id = self.selected_run()
+        if run_id:
+            self.actions.watch(run_id)
+
+    def _cancel(self) -> None:
+        run_id = self.selected_run()
+        url = broker()
+        if not run_id or url is None:
+            return
+        from runtime.queue import state
+
+        state.cancel(state.client(url), run_id, "by the designer")
+        self.refresh()
+
+    def closeEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        self._timer.stop()
+        super().closeEvent(event)
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        self._timer.start()
+        super().showEvent(event)
+
+
+def install(session: Any) -> QueueActions:
+    return QueueActions(session)
