@@ -83,7 +83,9 @@ class PausedTab(QWidget):
         self.note.setWordWrap(True)
         self.note.setObjectName("PausedNote")
         self.editor = JsonEditor()
-        self.editor.text_edit.min_lines, self.editor.text_edit.max_lines = 5, 14
+        # Tall enough to fill the tab at a usual inspector height (a short
+        # message left most of it empty); the form scrolls past 24 lines.
+        self.editor.text_edit.min_lines, self.editor.text_edit.max_lines = 12, 24
         self.editor.text_edit.refit()
         self.editor.value_changed.connect(lambda _v: self.error.hide())
         self.error = QLabel()
