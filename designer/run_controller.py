@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -155,16 +156,19 @@ class RunController(QObject):
         return errors
 
     def run(self, flow: Flow, *, file: str = "", trace: bool = False,
-            timeout: float | None = None) -> bool:
+            timeout: float | None = None, prepare: Callable[[Engine], None] | None = None) -> bool:
         """Start a run of a snapshot of ``flow`` (unsaved edits included;
         edits made during the run do not reach it). False, with ``refused``
-        emitted, if the flow has errors or a run is already going."""
+        emitted, if the flow has errors or a run is already going.
+        ``prepare(engine)`` sets the engine up before it starts: a rerun's
+        entry (runtime.rerun.Rerun.prepare) replaces the flow's sources."""
         if self.is_running:
             return False
         if self.check(flow, file):
             return False
         snapshot = flow.model_copy(deep=True)
-        return self._start(snapshot, file=file, trace=trace, timeout=timeout, validated=True)
+        return self._start(snapshot, file=file, trace=trace, timeout=timeout, validated=True,
+                           prepare=prepare)
 
     def send_prompt(self, flow: Flow, agent_id: str, text: str, *, file: str = "") -> bool:
         """Send ``text`` into an agent node as a new message. While a run is
@@ -188,7 +192,7 @@ class RunController(QObject):
             self.engine.stop()
 
     def _start(self, flow: Flow, *, file: str, trace: bool, timeout: float | None,
-               validated: bool = False) -> bool:
+               validated: bool = False, prepare: Callable[[Engine], None] | None = None) -> bool:
         bus = EventBus()
         try:
             # check() has just validated this flow; the chat flow adds a node, so it is checked.
@@ -199,6 +203,8 @@ class RunController(QObject):
             self.refused.emit(exc.problems)
             return False
         engine.people = self.people  # type: ignore[attr-defined]
+        if prepare is not None:
+            prepare(engine)
         self._unsubscribe = [bus.subscribe(self._on_event)]
         if self.history is not None:
             self._recorder = self.history.recorder()

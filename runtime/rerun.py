@@ -125,9 +125,12 @@ class Rerun:
 
 def plan_rerun(history: Any, ref: str, *, from_node: str | None = None,
                sets: list[str] | tuple[str, ...] = (), call: str | None = None,
-               args_json: str | None = None, registry: Any = None) -> Rerun:
+               args_json: str | None = None, registry: Any = None, flow: Any = None) -> Rerun:
     """The rerun of run ``ref`` (see the module's docstring); RunsError for
-    bad input, naming what and where."""
+    bad input, naming what and where. ``flow``: run this flow (the
+    designer's, with the edits made since) instead of the one the run ran;
+    the recorded messages, variables and tool requests are the run's all
+    the same."""
     from .message import set_path
 
     if call and from_node:
@@ -141,9 +144,10 @@ def plan_rerun(history: Any, ref: str, *, from_node: str | None = None,
                         "give --from")
     info = history.run(run_id)
     f = facts(history.events(run_id))
-    plan = Rerun(run_id=run_id, flow=_flow_for(history, run_id, info, f, registry),
-                 file=info.path, param_sets=param_sets)
-    plan.notes += _flow_notes(info, history.flow_of(run_id), registry)
+    plan = Rerun(run_id=run_id, file=info.path, param_sets=param_sets,
+                 flow=flow if flow is not None else _flow_for(history, run_id, info, f, registry))
+    if flow is None:
+        plan.notes += _flow_notes(info, history.flow_of(run_id), registry)
     if from_node:
         plan.from_node = _pick_node(plan.flow, from_node, f, run_id)
         recorded = f.replay.inputs.get(plan.from_node, []) if f.replay is not None else []
