@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
     QComboBox,
@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMenu,
     QPushButton,
     QStackedWidget,
     QTextBrowser,
@@ -40,6 +41,7 @@ from .common import (
     fmt_duration,
     mono_font,
     preview,
+    rerun_call_menu,
     tree_with_detail,
 )
 from .model import Conversation, RunModel, ToolCallRecord, Turn
@@ -308,6 +310,7 @@ class AgentTree(QWidget):
     closed, and the row in focus, stay as they were."""
 
     node_selected = Signal(str)
+    rerun_call_requested = Signal(str)  # caller id: the call's "Re-run This Call…"
 
     def __init__(self, ctx: InspectorContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -335,6 +338,8 @@ class AgentTree(QWidget):
             lambda item: self._closed.discard(item.data(0, KEY_ROLE)))
         self.tree.currentItemChanged.connect(self._current_changed)
         self.tree.itemClicked.connect(self._clicked)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._context_menu)
         self.detail = JsonTree()
         split, self.detail_title = tree_with_detail(self.tree, self.detail, (1000, 300), (3, 1))
         layout = QVBoxLayout(self)
@@ -448,6 +453,21 @@ class AgentTree(QWidget):
             self.node_selected.emit(data.node or data.agent)
         elif isinstance(data, TurnNode):
             self.node_selected.emit(data.conv.agent)
+
+    def menu_for(self, caller_id: str) -> QMenu | None:
+        """The context menu of one call's row (None: not shown)."""
+        call = self.ctx.model.tool_calls.get(caller_id)
+        if call is None:
+            return None
+        return rerun_call_menu(self, call, self.ctx.model.status, self.rerun_call_requested.emit)
+
+    def _context_menu(self, pos: QPoint) -> None:
+        item = self.tree.itemAt(pos)
+        data = item.data(0, DATA_ROLE) if item is not None else None
+        menu = self.menu_for(data.caller_id) if isinstance(data, ToolCallRecord) else None
+        if menu is not None:
+            menu.exec(self.tree.viewport().mapToGlobal(pos))
+            menu.deleteLater()
 
     # -- for tests and docs ----------------------------------------------------------
     def rows(self) -> list[tuple[int, list[str]]]:

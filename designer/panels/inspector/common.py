@@ -107,6 +107,28 @@ def hint_label(text: str) -> QLabel:
     return label
 
 
+RERUN_CALL_TEXT = "Re-run This Call…"
+
+
+def rerun_call_menu(parent: QWidget, call: Any, model_status: str, rerun: Any) -> QMenu:
+    """A tool call's context menu (Tools tab, Agent tab): "Re-run This
+    Call…" asks ``rerun(caller_id)``; disabled, with the reason as its tip,
+    for a call no node answered or a run still going."""
+    menu = QMenu(parent)
+    action = menu.addAction(RERUN_CALL_TEXT, lambda: rerun(call.caller_id))
+    action.setToolTip("Repeat this call through the agent's tool bridge, with the same or "
+                      "edited arguments, as a new run; the LLM is not asked")
+    why = ("the agent answered it itself: no node to call again" if not call.node
+           else "the run is still going: re-run its calls once it has ended"
+           if model_status == "running" else "")
+    if why:
+        action.setEnabled(False)
+        action.setToolTip(why[:1].upper() + why[1:])
+    menu.setToolTipsVisible(True)
+    menu.addAction("Copy Arguments", lambda: copy_text(to_json_text(call.args)))
+    return menu
+
+
 # -- JSON trees ---------------------------------------------------------------
 
 VALUE_ROLE = Qt.ItemDataRole.UserRole + 1

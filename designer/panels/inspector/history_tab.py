@@ -1,5 +1,6 @@
-"""History: past runs from the SQLite history; open one read-only in the
-inspector, delete old ones."""
+"""History: past runs from the SQLite history, the designer's and the
+terminal's (``switchboard run`` records in the same file); open one
+read-only in the inspector, compare two, delete old ones."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import time
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QKeySequence, QShortcut
+from PySide6.QtGui import QBrush, QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QPushButton,
     QStackedWidget,
@@ -25,12 +27,15 @@ from runtime.cost import summary as cost_summary
 from runtime.events import RunFinished, parse_event
 
 from .common import COLORS, color, fmt_duration, hint_label
+from .diff_view import CompareDialog, origin_text
 
 if TYPE_CHECKING:
     from runtime.history import History, RunInfo
 
 RUN_ROLE = Qt.ItemDataRole.UserRole + 40
 COST_COLUMN = 5
+COMPARE_TIP = ("Compare the two selected runs (or a rerun with the run it repeats): status, "
+               "cost, each node's messages, tool calls, answers, durations")
 
 
 def run_costs(history: History, run_ids: list[str]) -> dict[str, RunFinished]:
@@ -77,14 +82,24 @@ class HistoryTab(QWidget):
         self.tree.setRootIsDecorated(False)
         self.tree.setAlternatingRowColors(True)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        for col, width in enumerate((170, 260, 90, 100, 60, 90)):
+        for col, width in enumerate((170, 260, 90, 100, 60, 90, 90)):
             self.tree.setColumnWidth(col, width)
+        # The flow's name takes what the others leave: a rerun's origin
+        # follows it ("· rerun of 3fa2… from Send Mail"), and is not cut.
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.tree.itemActivated.connect(lambda item: self.open_requested.emit(item.data(0, RUN_ROLE)))
         self.tree.itemSelectionChanged.connect(self._selection_changed)
 
         self.open_button = QPushButton("Open")
         self.open_button.setToolTip("Show this run in the inspector, read-only")
         self.open_button.clicked.connect(self._open_current)
+        self.compare_button = QPushButton("Compare…")
+        self.compare_button.setToolTip(COMPARE_TIP)
+        self.compare_button.clicked.connect(self.compare_selected)
+        self.compare_dialog: CompareDialog | None = None
+        self._origins: dict[str, str] = {}  # run id -> the run a rerun repeats
         self.delete_button = QPushButton("Delete")
         self.delete_button.clicked.connect(self.delete_selected)
         self.refresh_button = QPushButton("Refresh")
@@ -96,6 +111,7 @@ class HistoryTab(QWidget):
         bar.setContentsMargins(8, 6, 8, 6)
         bar.setSpacing(8)
         bar.addWidget(self.open_button)
+        bar.addWidget(self.compare_button)
         bar.addWidget(self.delete_button)
         bar.addWidget(self.refresh_button)
         bar.addStretch(1)
@@ -122,9 +138,11 @@ class HistoryTab(QWidget):
         selected = {i.data(0, RUN_ROLE) for i in self.tree.selectedItems()}
         self.tree.clear()
         spent = run_costs(self.history, [r.id for r in runs]) if self.history is not None else {}
+        self._origins.clear()
         for run in runs:
             item = QTreeWidgetItem(self.tree)
             self._fill(item, run, spent.get(run.id))
+            self._show_origin(item, run)
             item.setSelected(run.id in selected)
         self.stack.setCurrentIndex(1 if runs else 0)
         self._selection_changed()
@@ -147,6 +165,23 @@ class HistoryTab(QWidget):
                             or "no LLM request and no paid tool")
         item.setText(6, f"{run.events:,}" + (f" (+{run.dropped:,} not kept)" if run.dropped else ""))
 
+    def _show_origin(self, item: QTreeWidgetItem, run: RunInfo) -> None:
+        """A rerun says what it repeats after its flow's name (its first
+        event, one indexed look-up)."""
+        started, _last = self.history.edge_events(run.id) if self.history is not None \
+            else (None, None)
+        origin = origin_text(started)
+        if origin:
+            self._origins[run.id] = started.rerun_of  # type: ignore[union-attr]
+            item.setText(1, f"{item.text(1)} · {origin}")
+            item.setToolTip(1, f"{run.path}\n{origin}" if run.path else origin)
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
+        # Runs from the terminal land in the same history while the
+        # designer is open: coming to this tab shows them.
+        super().showEvent(event)
+        self.refresh()
+
     def run_ids(self) -> list[str]:
         return [self.tree.topLevelItem(i).data(0, RUN_ROLE)
                 for i in range(self.tree.topLevelItemCount())]
@@ -168,8 +203,34 @@ class HistoryTab(QWidget):
         if item is not None:
             self.open_requested.emit(item.data(0, RUN_ROLE))
 
+    def compare_pair(self) -> tuple[str, str] | None:
+        """What Compare compares: two selected runs, the older as A; or one
+        selected rerun and the run it repeats (if still in history)."""
+        ids = [i.data(0, RUN_ROLE) for i in self.tree.selectedItems()]
+        if len(ids) == 1 and ids[0] in self._origins:
+            origin = self._origins[ids[0]]
+            return (origin, ids[0]) if origin in self.run_ids() else None
+        if len(ids) != 2:
+            return None
+        order = self.run_ids()  # newest first
+        older, newer = sorted(ids, key=order.index, reverse=True)
+        return older, newer
+
+    def compare_selected(self) -> CompareDialog | None:
+        pair = self.compare_pair()
+        if pair is None or self.history is None:
+            return None
+        if self.compare_dialog is None:
+            self.compare_dialog = CompareDialog(self.history, *pair, parent=self.window())
+        else:
+            self.compare_dialog.compare(*pair)
+        self.compare_dialog.show()
+        self.compare_dialog.raise_()
+        return self.compare_dialog
+
     def _selection_changed(self) -> None:
         n = len(self.tree.selectedItems())
+        self.compare_button.setEnabled(self.compare_pair() is not None)
         self.open_button.setEnabled(n == 1)
         self.delete_button.setEnabled(n > 0)
         self.delete_button.setText(f"Delete {n}" if n > 1 else "Delete")

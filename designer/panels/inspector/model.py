@@ -164,6 +164,9 @@ class RunModel:
         self._prev_t = 0.0
         self.trace = False
         self._arrived: dict[tuple[str, str], float] = {}  # (node, msgid) -> arrival time
+        #: Node id -> how many of the messages that reached it the run kept
+        #: for a rerun (its run.replay, published as it ends): "Run from Here".
+        self.replay_inputs: dict[str, int] = {}
 
     # -- feeding ------------------------------------------------------------
     def apply(self, events: list[Event]) -> set[str]:
@@ -203,6 +206,10 @@ class RunModel:
         for spans in self.node_spans.values():
             for span in spans:
                 span[1] = min(span[1], self.end_t)
+        return RUN
+
+    def _on_run_replay(self, e: Any) -> str:
+        self.replay_inputs = {node: len(msgs) for node, msgs in e.inputs.items() if msgs}
         return RUN
 
     def _on_debug(self, e: Any) -> str:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
     QHeaderView,
+    QMenu,
     QStackedWidget,
     QTreeWidget,
     QTreeWidgetItem,
@@ -25,6 +26,7 @@ from .common import (
     hint_label,
     mono_font,
     preview,
+    rerun_call_menu,
     tree_with_detail,
 )
 from .model import ToolCallRecord
@@ -62,6 +64,7 @@ def result_text(call: ToolCallRecord) -> str:
 
 class ToolsTab(QWidget):
     node_selected = Signal(str)
+    rerun_call_requested = Signal(str)  # caller id: the call's "Re-run This Call…"
 
     def __init__(self, ctx: InspectorContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -90,6 +93,8 @@ class ToolsTab(QWidget):
         self.tree.setColumnWidth(0, 130)
         self.tree.currentItemChanged.connect(self._current_changed)
         self.tree.itemClicked.connect(self._clicked)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._context_menu)
 
         self.detail = JsonTree()
         split, self.detail_title = tree_with_detail(self.tree, self.detail, (660, 440), (3, 2))
@@ -225,6 +230,22 @@ class ToolsTab(QWidget):
             self.node_selected.emit(call.node or call.agent)
         elif item.data(0, AGENT_ROLE):
             self.node_selected.emit(item.data(0, AGENT_ROLE))
+
+    def menu_for(self, caller_id: str) -> QMenu | None:
+        """The context menu of one call's row (None: no such row)."""
+        item = self._call_items.get(caller_id)
+        call = item.data(0, CALL_ROLE) if item is not None else None
+        if call is None:
+            return None
+        return rerun_call_menu(self, call, self.ctx.model.status, self.rerun_call_requested.emit)
+
+    def _context_menu(self, pos: QPoint) -> None:
+        item = self.tree.itemAt(pos)
+        call = item.data(0, CALL_ROLE) if item is not None else None
+        menu = self.menu_for(call.caller_id) if call is not None else None
+        if menu is not None:
+            menu.exec(self.tree.viewport().mapToGlobal(pos))
+            menu.deleteLater()
 
     def calls_shown(self) -> list[ToolCallRecord]:
         return [item.data(0, CALL_ROLE) for item in self._call_items.values()]
