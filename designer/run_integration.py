@@ -482,6 +482,9 @@ def install(window: Any) -> RunSession:
     from .debugging import DebugSession
 
     session.debugging = DebugSession(session)  # type: ignore[attr-defined]
+    from .rerun_actions import RerunActions
+
+    session.reruns = RerunActions(session)  # type: ignore[attr-defined]
     from .queue_panel import QueueActions
 
     session.queue = QueueActions(session)  # type: ignore[attr-defined]
