@@ -213,6 +213,70 @@ async def test_mail_sent_once_per_run_across_attempts():
         assert smtp.messages[1]["Message-ID"] != ids[0]
 
 
+async def test_http_post_and_csv_append_once_per_run(tmp_path):
+    """A POST carries an Idempotency-Key that is the same on every attempt;
+    the second attempt replays the recorded response instead of sending,
+    and does not append the CSV row again. In-process: no key."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from runtime.engine import Engine
+    from runtime.flow import parse_flow
+
+    got: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            got.append(dict(self.headers))
+            body = json.dumps([{"n": len(got)}]).encode()
+            self.send_response(201)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    out = tmp_path / "rows.csv"
+    flow = parse_flow({"format": "switchboard.flow/1", "name": "p", "nodes": [
+        {"id": "start", "type": "core.inject", "position": [0, 0],
+         "params": {"payload": fixed({"order": 1})}},
+        {"id": "post", "type": "http.request", "position": [200, 0],
+         "params": {"url": fixed(f"http://127.0.0.1:{server.server_address[1]}/orders"),
+                    "method": fixed("POST"), "body": {"scope": "message", "path": "payload"}},
+         "outputs": {"response_body": "answer"}},
+        {"id": "log", "type": "csv.write", "position": [400, 0],
+         "params": {"path": fixed(str(out)), "mode": fixed("append"), "header": fixed(False),
+                    "rows": {"scope": "message", "path": "answer"}}},
+        {"id": "show", "type": "core.debug", "position": [600, 0],
+         "params": {"path": fixed("msg")}}],
+        "wires": [{"from": ["start", "out"], "to": ["post", "in"]},
+                  {"from": ["post", "out"], "to": ["log", "in"]},
+                  {"from": ["log", "out"], "to": ["show", "in"]}]})
+    try:
+        store: dict = {}
+        shown = []
+        for _attempt in range(2):
+            token = LEDGER.set(MemoryLedger("run2", store))
+            try:
+                engine = Engine(flow)
+                engine.bus.subscribe(lambda e: e.type == "debug" and shown.append(e.value))
+                assert (await engine.run(10)).status == "ok"
+            finally:
+                LEDGER.reset(token)
+        assert len(got) == 1 and len(got[0]["Idempotency-Key"]) == 32
+        assert out.read_text().split() == ["1"]  # one row: the second attempt skipped it
+        assert shown[0]["answer"] == shown[1]["answer"] == [{"n": 1}]
+        assert shown[1]["status"] == 201
+        assert (await Engine(flow).run(10)).status == "ok"  # in-process: sent, no key
+        assert len(got) == 2 and "Idempotency-Key" not in got[1]
+    finally:
+        server.shutdown()
+
+
 # -- through Redis and real workers ---------------------------------------------------------
 
 def test_submit_wait_streams_output_and_lands_in_history(r, env, procs, tmp_path):

@@ -158,10 +158,14 @@ class TriggerServer:
                     await node.start()
                     self.nodes.append(node)
                     tasks.append(asyncio.ensure_future(self._generate(node)))
+            # Until stopped, or until every trigger is done (a schedule's
+            # count reached): one trigger ending leaves the others serving.
             waiter = asyncio.ensure_future(self._stop.wait())
-            await asyncio.wait([waiter, *tasks], timeout=timeout,
+            everything = asyncio.ensure_future(asyncio.wait(tasks)) if tasks else waiter
+            await asyncio.wait([waiter, everything], timeout=timeout,
                                return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
+            everything.cancel()
         finally:
             for t in tasks:
                 t.cancel()
