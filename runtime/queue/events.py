@@ -40,6 +40,8 @@ BLOCK_MS = 1000
 FOLLOW_BLOCK_MS = 20
 
 FINAL = "queue.final"
+#: Seconds between two checks that the runs a Follower follows still exist.
+SWEEP_SECONDS = 60.0
 
 
 def stream_key(run_id: str) -> str:
@@ -182,7 +184,11 @@ class Follower:
                 self.on_exit()  # in this thread: what it opened (a history) it closes
 
     def _read(self) -> None:
+        sweep_at = time.monotonic() + SWEEP_SECONDS
         while not self._stop.is_set():
+            if time.monotonic() >= sweep_at:
+                sweep_at = time.monotonic() + SWEEP_SECONDS
+                self._sweep()
             with self._lock:
                 streams = {stream_key(i): last for i, last in self._runs.items()}
             if not streams:
@@ -207,7 +213,31 @@ class Follower:
                         log.exception("run %s: could not handle an event", run_id)
                         continue
                     if entry is not None and entry.get("type") == FINAL:
-                        with self._lock:
-                            self._runs.pop(run_id, None)
-                        if self.done is not None:
-                            self.done(run_id, entry)
+                        self._end(run_id, entry)
+
+    def _end(self, run_id: str, entry: dict) -> None:
+        with self._lock:
+            self._runs.pop(run_id, None)
+        if self.done is not None:
+            self.done(run_id, entry)
+
+    def _sweep(self) -> None:
+        """Stop following runs whose record is gone (expired, or Redis lost
+        its data): their final entry will never come."""
+        with self._lock:
+            ids = list(self._runs)
+        if not ids:
+            return
+        try:
+            pipe = self.r.pipeline(transaction=False)
+            for run_id in ids:
+                pipe.exists(state.run_key(run_id))
+            found = pipe.execute()
+        except Exception as exc:  # noqa: BLE001 - next time
+            log.warning("checking followed runs: %s", exc)
+            return
+        for run_id, exists in zip(ids, found, strict=True):
+            if not exists:
+                self._end(run_id, {"type": FINAL, "run_id": run_id, "status": "lost",
+                                   "reason": "failed",
+                                   "message": "its record is gone from Redis"})
