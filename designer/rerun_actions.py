@@ -139,7 +139,8 @@ class RerunActions(QObject):
             return self._fail(why)
         if not self.model.replay_inputs.get(node_id):
             call = self.last_call_of(node_id)
-            return self.rerun_call(call.caller_id, first)
+            ran = call.ran_args if isinstance(call.ran_args, dict) else None
+            return self.rerun_call(call.caller_id, first if first is not None else ran)
         run_id = self.model.run_id
         try:
             sets: list[str] = []
@@ -242,12 +243,15 @@ class RerunActions(QObject):
         call = self.model.tool_calls.get(caller_id)
         if call is None:
             return None
-        if not isinstance(call.args, dict):
-            args: Any = {}
+        args: Any = call.ran_args
+        if not isinstance(args, dict):
+            args = {}
             note = (" Its arguments were not recorded whole (too large, or not a JSON object): "
                     "type them.")
+        elif args is not call.args:
+            note = " These are the arguments as a person edited them before the call ran."
         else:
-            args, note = call.args, ""
+            note = ""
         intro = (f"Calls <b>{_esc(call.tool)}</b> on <b>{_esc(self._label(call.node))}</b> "
                  f"again as <b>{_esc(self._label(call.agent))}</b> did, through the agent's "
                  "tool bridge: the tool's schema, approval rules and scopes apply as they did "

@@ -11,6 +11,7 @@ subprocess."""
 from __future__ import annotations
 
 import email
+import json
 import os
 import subprocess
 import sys
@@ -266,3 +267,53 @@ def test_a_run_from_the_terminal_is_listed_opened_and_compared(open_window, qtbo
     assert "Summary" in text and "Durations" in text
     # What differs is only where the mail went (a new file, a new Message-ID).
     assert {c["path"].split(".")[0] for c in dialog.view.pair.diff["tool_calls"]} == {"result"}
+
+
+def test_stop_at_the_call_edit_continue_then_rerun_the_mail_and_compare(open_window, qtbot,
+                                                                        data_dir):
+    """Issue 16's whole story: the agent's call held at a breakpoint on the
+    mail node, its subject edited, continued; the mail node alone run again
+    with another subject; the two runs compared here and in the terminal."""
+    window = open_window(EMAIL_ASSISTANT)
+    session = window.run_session
+    dbg = session.debugging
+    dbg.store.set_node("mail")
+    controller = session.controller
+    with qtbot.waitSignal(controller.run_finished, timeout=TIMEOUT_MS):
+        assert session.run()
+        qtbot.waitUntil(lambda: len(dbg.held()) == 1 and dbg.tab.current() is not None,
+                        timeout=TIMEOUT_MS)
+        args = dbg.tab.editor.value()
+        dbg.tab.editor.text_edit.setPlainText(json.dumps({**args, "subject": "Edited at the stop"}))
+        dbg.continue_action.trigger()
+    first = controller.engine.run_id
+    dbg.store.remove_node("mail")
+
+    menu_action(window, "mail", FROM_HERE_CHANGED).trigger()
+    [dialog] = [d for d in window.findChildren(RerunDialog) if d.isVisible()]
+    ran = dialog.editor.value()
+    assert ran == {**args, "subject": "Edited at the stop"}  # as the call ran, not as asked
+    dialog.set_value({**ran, "subject": NEW_SUBJECT})
+    with qtbot.waitSignal(controller.run_finished, timeout=TIMEOUT_MS):
+        dialog.run_button.click()
+    second = controller.engine.run_id
+    assert sorted(subjects(data_dir)) == sorted(["Edited at the stop", NEW_SUBJECT])
+
+    history = session.inspector.history_tab
+    history.refresh()
+    history.select_run(second)
+    dialog = history.compare_selected()
+    text = dialog.view.text()
+    # The call as it ran: with the subject edited at the stop, not the LLM's.
+    assert "differs in args.subject, result.file, result.message_id · A ran with arguments " \
+        "a person edited" in text
+    assert '"subject": "Edited at the stop"' in text and NEW_SUBJECT in text
+
+    env = {**os.environ, "SWITCHBOARD_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "runtime.cli", "runs", "diff", first, second],
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # The terminal's diff: the mail node's input, edited at the stop, against the rerun's.
+    inputs = done.stdout.split("node inputs")[1].splitlines()
+    [line] = [x for x in inputs if "'Send Mail' (mail)  __parameters__.subject" in x][:1]
+    assert '"Edited at the stop"' in line and f'"{NEW_SUBJECT}"' in line

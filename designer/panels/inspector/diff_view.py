@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from runtime.cost import fmt_usd
-from runtime.rundiff import ABSENT, IGNORED_KEYS, RunFacts, diff_runs, facts
+from runtime.rundiff import ABSENT, IGNORED_KEYS, RunFacts, changes, diff_runs, facts
 
 from ... import theme
 from .common import copy_text, fmt_duration
@@ -65,6 +65,9 @@ class RunPair:
                  info_b: RunInfo | None = None) -> None:
         self.diff = diff_runs(events_a, events_b, flow_a, flow_b)
         self.a, self.b = facts(events_a), facts(events_b)
+        # A call a person edited (at a breakpoint, or approving it with
+        # changes) ran with their arguments, not the LLM's: shown as it ran.
+        self.edited = {"a": edited_calls(events_a), "b": edited_calls(events_b)}
         self.info_a, self.info_b = info_a, info_b
         self.names = {**_names(flow_a), **_names(flow_b)}
         for f in (self.a, self.b):
@@ -79,6 +82,17 @@ class RunPair:
 def _names(flow: dict | None) -> dict[str, str]:
     return {n.get("id", ""): n.get("name", "") for n in (flow or {}).get("nodes", [])
             if n.get("name")}
+
+
+def edited_calls(events: list[Any]) -> dict[str, Any]:
+    """Caller id -> the arguments a person gave the call before it ran."""
+    out: dict[str, Any] = {}
+    for e in events:
+        if e.type == "debug.resumed" and e.caller_id and e.edited and e.msg is not None:
+            out[e.caller_id] = e.msg
+        elif e.type == "tool.decision" and e.decision == "edited" and e.args is not None:
+            out[e.caller_id] = e.args
+    return out
 
 
 def origin_text(started: Any, who: Any = str) -> str:
@@ -298,10 +312,19 @@ class Page:
             key = (c["tool"], c["index"], c["caller_a"], c["caller_b"])
             groups.setdefault(key, set()).add("(value)" if c["path"] == "(call)" else c["path"])
         for (tool, index, ca, cb), paths in groups.items():
-            a, b = _call_view(self.pair.a, ca), _call_view(self.pair.b, cb)
-            what = ", ".join(sorted(p for p in paths if p != "(value)")) or "made in one run only"
+            a = _call_view(self.pair.a, ca, self.pair.edited["a"])
+            b = _call_view(self.pair.b, cb, self.pair.edited["b"])
+            if a is not ABSENT and b is not ABSENT:
+                # As they ran: a person's edit may undo (or make) a difference.
+                paths = {c["path"] for c in changes(a, b, limit=MAX_LINES)}
+            what = ", ".join(sorted(p for p in paths if p != "(value)")) or (
+                "made in one run only" if ABSENT in (a, b) else "nothing, as they ran")
             ids = " · ".join(x for x in (ca and f"A {ca}", cb and f"B {cb}") if x)
-            self.side_by_side(f"{tool} #{index} ({ids}) · differs in {what}", a, b, paths)
+            edited = [side.upper() for side, caller in (("a", ca), ("b", cb))
+                      if caller in self.pair.edited[side]]
+            note = (f" · {' and '.join(edited)} ran with arguments a person edited"
+                    if edited else "")
+            self.side_by_side(f"{tool} #{index} ({ids}) · differs in {what}{note}", a, b, paths)
 
     def debug(self) -> None:
         found = self.pair.diff["debug"]
@@ -333,12 +356,13 @@ class Page:
         self.table(["Node", "A", "B"], rows, [30, 35, 35])
 
 
-def _call_view(f: RunFacts, caller_id: str) -> Any:
-    """A call as the diff's paths name it: args, status, result."""
+def _call_view(f: RunFacts, caller_id: str, edited: dict[str, Any]) -> Any:
+    """A call as the diff's paths name it: args (as the call ran), status,
+    result."""
     call = next((c for c in f.calls if c["caller_id"] == caller_id), None) if caller_id else None
     if call is None:
         return ABSENT
-    return {"args": call["args"], "status": call["status"],
+    return {"args": edited.get(caller_id, call["args"]), "status": call["status"],
             "result": call["data"] if call["status"] == "success" else call["error"]}
 
 

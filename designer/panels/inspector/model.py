@@ -53,6 +53,20 @@ class ToolCallRecord:
     phase: str = ""
     progress: float | None = None
     progress_text: str = ""
+    #: The arguments as a person left them at a breakpoint (debug.resumed),
+    #: when they edited them; None otherwise.
+    edited_args: Any = None
+
+    @property
+    def ran_args(self) -> Any:
+        """What the node got: the LLM's arguments, or a person's edit of
+        them (at a breakpoint, or approving with changes)."""
+        if self.edited_args is not None:
+            return self.edited_args
+        if self.decision is not None and self.decision.get("decision") == "edited" \
+                and self.decision.get("args") is not None:
+            return self.decision["args"]
+        return self.args
 
     @property
     def live(self) -> bool:
@@ -321,6 +335,13 @@ class RunModel:
             call.decision = {"decision": e.decision, "by": e.by, "reason": e.reason,
                              "args": e.args, "waited_ms": e.waited_ms}
         return AGENTS
+
+    def _on_debug_resumed(self, e: Any) -> str:
+        call = self.tool_calls.get(e.caller_id) if e.caller_id else None
+        if call is None or not e.edited or e.msg is None:
+            return ""
+        call.edited_args = e.msg
+        return TOOLS
 
     def _on_llm_request(self, e: Any) -> str:
         t = self._t(e)
