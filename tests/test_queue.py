@@ -386,7 +386,7 @@ def test_killed_worker_run_finishes_elsewhere_mail_sent_once(r, env, procs, tmp_
         smtp.__exit__()
 
 
-def test_cancel_across_processes(r, env, procs, tmp_path):
+def test_cancel_and_timeout_across_processes(r, env, procs, tmp_path):
     start_worker(procs, env)
     flow = write_flow(tmp_path / "slow.flow.json", "Slow", [
         {"id": "start", "type": "core.inject"}, gate(tmp_path / "never"),
@@ -401,6 +401,10 @@ def test_cancel_across_processes(r, env, procs, tmp_path):
     rec = final(r, run_id)
     assert rec["state"] == "cancelled" and rec["reason"] == "interrupted"
     assert switchboard(["runs", "cancel", "nosuchrun"], env).returncode == 2
+    # The run's time limit is kept by the worker: 124, as `run --timeout` says.
+    timed = switchboard(["submit", str(flow), "--wait", "--timeout", "1"], env)
+    assert timed.returncode == 124, timed.stderr
+    assert final(r, timed.stdout.split()[0])["reason"] == "timeout"
 
 
 def test_poisoned_run_goes_to_dead_letters(r, env, procs, tmp_path):
