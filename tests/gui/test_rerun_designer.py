@@ -204,6 +204,10 @@ def test_run_from_here_with_an_edited_message_on_a_plain_flow(open_window, qtbot
         assert not stats.nodes.get(upstream, {}).get("in") and \
             not stats.nodes.get(upstream, {}).get("out"), upstream
     assert stats.nodes["mail"]["in"] == 2
+    history = session.inspector.history_tab
+    history.refresh()
+    assert history.tree.topLevelItem(0).text(1) == \
+        f"Order mails · rerun of {first} from Tell the customer (mail)"
     new = sorted(s for s in subjects(tmp_path) if "Z-9" in s)
     # Only the changed path is changed in the second message (its items stay
     # its own); the shop's name is the flow variable the first run set upstream.

@@ -170,7 +170,13 @@ class HistoryTab(QWidget):
         event, one indexed look-up)."""
         started, _last = self.history.edge_events(run.id) if self.history is not None \
             else (None, None)
-        origin = origin_text(started)
+        if started is None or not getattr(started, "rerun_of", ""):
+            return
+        # Named as the designer names nodes, from the flow the rerun ran.
+        flow = self.history.flow_of(run.id) if self.history is not None else None
+        names = {n.get("id"): n.get("name") for n in (flow or {}).get("nodes", [])}
+        origin = origin_text(started, lambda node: f"{names[node]} ({node})"
+                             if names.get(node) and names[node] != node else node)
         if origin:
             self._origins[run.id] = started.rerun_of  # type: ignore[union-attr]
             item.setText(1, f"{item.text(1)} · {origin}")
