@@ -93,6 +93,24 @@ def facts(events: list[Any]) -> RunFacts:
                 call.update(status=e.status, data=e.data, error=e.error, ms=e.ms)
         elif kind == "llm.response" and e.text and not e.tool_calls:
             out.answers.setdefault(e.agent, []).append(e.text)
+    # A call a person edited (at a breakpoint, or approving it with changes)
+    # ran with their arguments: that is what it did, what a diff compares and
+    # what a rerun of it repeats; the LLM's stay under "asked".
+    for caller_id, args in edited_calls(events).items():
+        call = by_caller.get(caller_id)
+        if call is not None:
+            call["asked"], call["args"], call["edited"] = call["args"], args, True
+    return out
+
+
+def edited_calls(events: list[Any]) -> dict[str, Any]:
+    """Caller id -> the arguments a person gave the call before it ran."""
+    out: dict[str, Any] = {}
+    for e in events:
+        if e.type == "debug.resumed" and e.caller_id and e.edited and e.msg is not None:
+            out[e.caller_id] = e.msg
+        elif e.type == "tool.decision" and e.decision == "edited" and e.args is not None:
+            out[e.caller_id] = e.args
     return out
 
 

@@ -330,3 +330,40 @@ def test_rerun_one_tool_call_with_edited_arguments_over_real_smtp(data_dir):
 def edited_caller(run_id: str) -> str:
     [call] = json.loads(ok(sb("runs", "show", run_id, "--json")).stdout)["tool_calls"]
     return call["caller_id"]
+
+
+def test_a_call_a_person_edited_is_compared_and_repeated_as_it_ran():
+    """At a breakpoint (or approving with changes) a person edited the call:
+    the diff and `runs rerun --call` use the arguments it ran with; the
+    LLM's stay under "asked"."""
+    from runtime.events import DebugResumed, ToolCall, ToolDecision, ToolResult
+    from runtime.rerun import _call_args
+    from runtime.rundiff import diff_runs, facts
+
+    def run(subject_asked: str, subject_ran: str | None, via: str = "breakpoint") -> list:
+        events = [ToolCall(agent="agent", node="mail", tool="send_email", caller_id="c-1",
+                           args={"to": "a@example.com", "subject": subject_asked})]
+        if subject_ran is not None and via == "breakpoint":
+            events.append(DebugResumed(hold=1, node="mail", caller_id="c-1", action="edited",
+                                       edited=True, msg={"to": "a@example.com",
+                                                         "subject": subject_ran}))
+        elif subject_ran is not None:
+            events.append(ToolDecision(agent="agent", tool="send_email", caller_id="c-1",
+                                       decision="edited",
+                                       by="designer", args={"to": "a@example.com",
+                                                            "subject": subject_ran}))
+        events.append(ToolResult(agent="agent", node="mail", tool="send_email", caller_id="c-1",
+                                 status="success", data={"ok": True}))
+        return events
+
+    edited = run("Asked by the LLM", "Edited at the stop")
+    [call] = facts(edited).calls
+    assert call["args"]["subject"] == "Edited at the stop" and call["edited"] is True
+    assert call["asked"]["subject"] == "Asked by the LLM"
+    assert _call_args(call, None)["subject"] == "Edited at the stop"  # what a rerun repeats
+    approved = facts(run("Asked", "Changed when approved", via="approval")).calls[0]
+    assert approved["args"]["subject"] == "Changed when approved"
+    # Two runs whose LLM asked alike but one was edited: the diff shows it.
+    diff = diff_runs(run("Same", None), edited)
+    assert [(c["path"], c["a"], c["b"]) for c in diff["tool_calls"]] == [
+        ("args.subject", "Same", "Edited at the stop")]

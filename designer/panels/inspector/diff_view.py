@@ -28,7 +28,15 @@ from PySide6.QtWidgets import (
 )
 
 from runtime.cost import fmt_usd
-from runtime.rundiff import ABSENT, IGNORED_KEYS, RunFacts, changes, diff_runs, facts
+from runtime.rundiff import (
+    ABSENT,
+    IGNORED_KEYS,
+    RunFacts,
+    changes,
+    diff_runs,
+    edited_calls,
+    facts,
+)
 
 from ... import theme
 from .common import copy_text, fmt_duration
@@ -82,17 +90,6 @@ class RunPair:
 def _names(flow: dict | None) -> dict[str, str]:
     return {n.get("id", ""): n.get("name", "") for n in (flow or {}).get("nodes", [])
             if n.get("name")}
-
-
-def edited_calls(events: list[Any]) -> dict[str, Any]:
-    """Caller id -> the arguments a person gave the call before it ran."""
-    out: dict[str, Any] = {}
-    for e in events:
-        if e.type == "debug.resumed" and e.caller_id and e.edited and e.msg is not None:
-            out[e.caller_id] = e.msg
-        elif e.type == "tool.decision" and e.decision == "edited" and e.args is not None:
-            out[e.caller_id] = e.args
-    return out
 
 
 def origin_text(started: Any, who: Any = str) -> str:
