@@ -347,7 +347,6 @@ def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approv
 def _runs(args: argparse.Namespace) -> int:
     """``switchboard runs ...`` (runtime.runs); a rerun is run like ``run``."""
     from runtime import runs
-    from runtime.history import History
 
     try:
         if args.runs_command == "cancel":
@@ -355,7 +354,7 @@ def _runs(args: argparse.Namespace) -> int:
         if args.runs_command != "rerun":
             return runs.command(args)
         approver = _run_options(args)
-        with History() as history:
+        with runs.open_history(args) as history:
             plan = runs.plan_rerun(history, args.id, from_node=args.from_node, sets=args.set,
                                    call=args.call, args_json=args.args)
     except runs.RunsError as exc:
@@ -576,16 +575,10 @@ class _RunGuard:
 
 def _busy_node(engine) -> str | None:
     """The node whose code the main thread is running now, if any: what a
-    stuck run is stuck in (read from the thread's stack, innermost first)."""
-    from runtime.node import Node
+    stuck run is stuck in."""
+    from runtime.engine import busy_node
 
-    frame = sys._current_frames().get(threading.main_thread().ident)
-    while frame is not None:
-        owner = frame.f_locals.get("self")
-        if isinstance(owner, Node) and owner.id in engine.nodes:
-            return owner.id
-        frame = frame.f_back
-    return None
+    return busy_node(engine, threading.main_thread().ident)
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -1028,6 +1028,22 @@ class Engine:
                      elapsed_ms=(time.perf_counter() - self._started) * 1000)
 
 
+def busy_node(engine: Engine, thread_id: int | None) -> str | None:
+    """The node whose code the thread ``thread_id`` (the run's event loop)
+    is running now, if any: what a stuck run is stuck in, read from the
+    thread's stack, innermost first. For the watchdogs that end such a run
+    (the CLI's, a queue worker's): inline work counts in no in-flight figure."""
+    import sys
+
+    frame = sys._current_frames().get(thread_id) if thread_id is not None else None
+    while frame is not None:
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, Node) and owner.id in engine.nodes:
+            return owner.id
+        frame = frame.f_back
+    return None
+
+
 def flow_hash(flow_json: dict[str, Any]) -> str:
     """A flow's identity for run history: sha256 of its canonical JSON (key
     order and spacing do not count), so one stored copy serves every run of

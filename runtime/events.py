@@ -56,6 +56,9 @@ class RunStarted(Event):
     rerun_of: str = ""
     from_node: str = ""
     call: str = ""
+    # Queue mode: the worker that ran it (host:pid, as ``queue status``
+    # names it); "" for a run in this process.
+    worker: str = ""
 
 
 @dataclass(slots=True, kw_only=True)

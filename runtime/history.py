@@ -83,7 +83,7 @@ class RunInfo:
     path: str
     started: float  # epoch seconds
     duration_ms: float | None  # None while running or if the app died mid-run
-    status: str  # ok | error | stopped | timeout | running | interrupted
+    status: str  # ok | error | stopped | timeout | running | interrupted | queued
     errors: int
     events: int
     dropped: int
@@ -195,6 +195,14 @@ class History:
         return self.delete(old) if old else 0
 
     # -- writing ------------------------------------------------------------
+    def add_queued(self, run_id: str, flow: str, path: str, submitted: float) -> None:
+        """A run queued for the workers and not followed here (``switchboard
+        submit`` without --wait): listed as queued; its events are kept
+        where it runs (docs/queue.md). Its record, if it comes, replaces
+        this row."""
+        self._db.execute("INSERT OR IGNORE INTO runs (id, flow, path, started, status) "
+                         "VALUES (?, ?, ?, ?, 'queued')", (run_id, flow, path, submitted))
+
     def recorder(self) -> RunRecorder:
         """A bus subscriber that stores one run's events."""
         return RunRecorder(self)

@@ -75,14 +75,17 @@ def add_parser(sub: Any, parser_class: type, run_options: Callable[[Any], None])
     ls.add_argument("--limit", type=int, default=LIST_LIMIT, metavar="N",
                     help=f"show at most N runs (default {LIST_LIMIT})")
     ls.add_argument("--json", action="store_true", help="one JSON array")
+    _history_option(ls)
     sh = rs.add_parser("show", help="one run: summary, debug output, tool calls, errors")
     sh.add_argument("id", help="a run id (any unique start of it) or 'last'")
     sh.add_argument("--json", action="store_true", help="everything, as one JSON object")
+    _history_option(sh)
     df = rs.add_parser("diff", help="what differed between two runs: node inputs and outputs, "
                                     "tool calls, answers, durations, cost")
     df.add_argument("a", help="a run id (any unique start of it) or 'last'")
     df.add_argument("b", help="the run to compare it with")
     df.add_argument("--json", action="store_true", help="the differences as one JSON object")
+    _history_option(df)
     rr = rs.add_parser("rerun", help="run a run again: all of it, from one node, or one tool call",
                        epilog=RERUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     rr.add_argument("id", help="a run id (any unique start of it) or 'last'")
@@ -99,16 +102,41 @@ def add_parser(sub: Any, parser_class: type, run_options: Callable[[Any], None])
                     help="edit the replayed messages (msg.PATH, with --from) or override a "
                          "param; VALUE is JSON if it parses, else text")
     run_options(rr)
+    _history_option(rr, "read the run from the history database PATH (e.g. the workers' "
+                        "shared one); the rerun is recorded in this machine's")
     from .queue.command import add_cancel_parser
 
     add_cancel_parser(rs)
 
 
-def command(args: argparse.Namespace) -> int:
-    """``runs list``, ``show`` and ``diff``: print, return the exit code."""
+def _history_option(p: argparse.ArgumentParser, text: str = "") -> None:
+    p.add_argument("--history", metavar="PATH",
+                   help=text or "read the history database PATH instead of this machine's "
+                                "(e.g. the workers' shared one: $SWITCHBOARD_SHARED_HISTORY)")
+
+
+def open_history(args: argparse.Namespace) -> Any:
+    """This machine's history, or the file ``--history`` names (which must
+    exist: a typo must not make an empty history)."""
+    from pathlib import Path
+
     from .history import History
 
-    with History() as history:
+    given = getattr(args, "history", None)
+    if not given:
+        return History()
+    path = Path(given).expanduser()
+    if not path.is_file():
+        raise RunsError(f"--history {given}: no such history file")
+    try:
+        return History(path)
+    except Exception as exc:  # noqa: BLE001 - not a database, no permission
+        raise RunsError(f"--history {given}: cannot read it as a run history: {exc}") from None
+
+
+def command(args: argparse.Namespace) -> int:
+    """``runs list``, ``show`` and ``diff``: print, return the exit code."""
+    with open_history(args) as history:
         if args.runs_command == "list":
             return _list(history, args)
         if args.runs_command == "show":
@@ -144,7 +172,8 @@ def _list(history: Any, args: argparse.Namespace) -> int:
                      "duration_ms": info.duration_ms, "errors": info.errors,
                      **run_cost(fin), "rerun_of": getattr(started, "rerun_of", "") or "",
                      "from_node": getattr(started, "from_node", "") or "",
-                     "call": getattr(started, "call", "") or "", "note": _origin(started)})
+                     "call": getattr(started, "call", "") or "", "note": _origin(started),
+                     "worker": getattr(started, "worker", "") or ""})
         if len(rows) >= args.limit:
             break
     if args.json:
@@ -154,10 +183,15 @@ def _list(history: Any, args: argparse.Namespace) -> int:
         what = f" of a flow matching '{args.flow}'" if args.flow else ""
         print(f"no runs{what} in history ({history.path})", file=sys.stderr)
         return EXIT_OK
-    table = [("ID", "STARTED", "FLOW", "STATUS", "DURATION", "ERRORS", "COST", "")]
+    # Runs from queue workers (a shared history, or followed here) name
+    # the worker; a history of local runs only gets no empty column.
+    workers = any(r["worker"] for r in rows)
+    table = [("ID", "STARTED", "FLOW", "STATUS", "DURATION", "ERRORS", "COST",
+              *(("WORKER",) if workers else ()), "")]
     for r in rows:
         table.append((r["id"], _when(r["started"]), _cut(r["flow"], 30), r["status"],
-                      _duration(r["duration_ms"]), str(r["errors"]), _cost_text(r), r["note"]))
+                      _duration(r["duration_ms"]), str(r["errors"]), _cost_text(r),
+                      *((r["worker"] or "-",) if workers else ()), r["note"]))
     for line in _columns(table):
         print(line)
     return EXIT_OK
@@ -177,7 +211,7 @@ def summary(history: Any, run_id: str) -> dict[str, Any]:
         "message": fin.message if fin else "", "duration_ms": info.duration_ms,
         "errors": info.errors, **run_cost(fin), "usage": dict(fin.usage) if fin else {},
         "rerun_of": getattr(f.started, "rerun_of", ""), "from_node": getattr(f.started, "from_node", ""),
-        "call": getattr(f.started, "call", ""),
+        "call": getattr(f.started, "call", ""), "worker": getattr(f.started, "worker", ""),
         "nodes": dict(f.stats.nodes) if f.stats is not None else {},
         "debug": [{"node": d.node, "name": d.name, "value": d.value} for d in f.debug],
         "tool_calls": f.calls,
@@ -207,6 +241,11 @@ def _show(history: Any, args: argparse.Namespace) -> int:
     origin = _origin(_Started(s))
     if origin:
         rows.append(("origin", origin))
+    if s["worker"]:
+        rows.append(("worker", s["worker"]))
+    elif s["status"] == "queued":
+        rows.append(("note", "queued on the workers and not followed here: its events are in "
+                             "the workers' shared history (runs show ID --history PATH)"))
     for line in _columns([(f"  {k}", v) for k, v in rows]):
         print(line)
     if s["nodes"]:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from runtime.effects import LEDGER, MemoryLedger
+from runtime.history import History
 from tests.servers.redis import RedisServer, available, free_port
 from tests.servers.smtp import SmtpServer
 
@@ -115,10 +116,12 @@ def procs():
         p.stop()
 
 
-def start_worker(procs: list[Proc], env: dict[str, str], concurrency: int = 1) -> Proc:
-    p = Proc(["worker", "--concurrency", str(concurrency)], env)
+def start_worker(procs: list[Proc], env: dict[str, str], concurrency: int = 1,
+                 extra: tuple[str, ...] = (), wait: bool = True) -> Proc:
+    p = Proc(["worker", "--concurrency", str(concurrency), *extra], env)
     procs.append(p)
-    p.wait_for("switchboard worker ready")
+    if wait:
+        p.wait_for("switchboard worker ready")
     return p
 
 
@@ -422,3 +425,125 @@ def test_poisoned_run_goes_to_dead_letters(r, env, procs, tmp_path):
     letters = switchboard(["queue", "dead-letters", "--json"], env)
     [letter] = json.loads(letters.stdout)
     assert letter["id"] == run_id and "does not exist" in letter["error"]
+
+
+def test_workers_record_their_runs_in_a_shared_history(r, env, procs, tmp_path):
+    """Two workers given one history file (one by --history, one by
+    $SWITCHBOARD_SHARED_HISTORY) record the runs they execute there, each
+    under its own name; the submitting machine lists its runs as queued."""
+    shared = tmp_path / "shared" / "history.sqlite3"
+    a = start_worker(procs, env, extra=("--history", str(shared)), wait=False)
+    b = start_worker(procs, {**env, "SWITCHBOARD_SHARED_HISTORY": str(shared)}, wait=False)
+    for w in (a, b):
+        assert str(shared) in w.wait_for("switchboard worker ready")
+    go = tmp_path / "go"
+    flow = write_flow(tmp_path / "both.flow.json", "Both", [
+        {"id": "start", "type": "core.inject", "params": {"payload": fixed("done")}},
+        gate(go), {"id": "show", "type": "core.debug"}], [("start", "gate"), ("gate", "show")])
+    ids = []
+    for _ in range(2):
+        done = switchboard(["submit", str(flow)], env)
+        assert done.returncode == 0, done.stderr
+        ids.append(done.stdout.strip())
+    # Each worker runs one at a time and prefetches nothing: one run each.
+    running = until(lambda: len({rec.get("worker") for rec in map(lambda i: run_record(r, i), ids)
+                                 if rec.get("state") == "running"}) == 2
+                    and {i: run_record(r, i)["worker"] for i in ids}, "a run on each worker")
+    go.touch()
+    for run_id in ids:
+        assert final(r, run_id)["status"] == "ok"
+    listed = switchboard(["runs", "list", "--history", str(shared), "--json"], env)
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["id"]: row for row in json.loads(listed.stdout)}
+    assert set(rows) == set(ids)
+    for run_id in ids:
+        assert rows[run_id]["status"] == "ok"
+        assert rows[run_id]["worker"] == running[run_id]
+    assert len({row["worker"] for row in rows.values()}) == 2
+    table = switchboard(["runs", "list", "--history", str(shared)], env).stdout
+    assert "WORKER" in table and running[ids[0]] in table
+    shown = json.loads(switchboard(["runs", "show", ids[0], "--history", str(shared),
+                                    "--json"], env).stdout)
+    assert shown["debug"] == [{"node": "show", "name": "Debug", "value": "done"}]
+    assert shown["worker"] == running[ids[0]]
+    # Submitted without --wait: here only as queued, no events.
+    local = {row["id"]: row for row in
+             json.loads(switchboard(["runs", "list", "--json"], env).stdout)}
+    assert {local[i]["status"] for i in ids} == {"queued"}
+    assert local[ids[0]]["path"] == str(flow.resolve())
+    missing = switchboard(["runs", "list", "--history", str(tmp_path / "nope.sqlite3")], env)
+    assert missing.returncode == 2 and "no such history file" in missing.stderr
+
+
+#: A node package a test installs on the worker (a module and its
+#: dist-info on PYTHONPATH: found through the switchboard.nodes entry point
+#: as a pip-installed package is): a node that keeps the run's event loop
+#: busy in plain blocking Python, deaf to the run's stop.
+STUCK_NODE = """
+import time
+
+from runtime.node import Node, node
+
+
+@node("test.stuck", name="Stuck", category="Test")
+class Stuck(Node):
+    def on_message(self, msg):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+"""
+
+
+def install_stuck_node(env: dict[str, str], site: Path) -> dict[str, str]:
+    (site / "stuck_nodes-0.1.dist-info").mkdir(parents=True)
+    (site / "stuck_nodes.py").write_text(STUCK_NODE)
+    (site / "stuck_nodes-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: stuck-nodes\nVersion: 0.1\n")
+    (site / "stuck_nodes-0.1.dist-info" / "entry_points.txt").write_text(
+        "[switchboard.nodes]\nstuck = stuck_nodes\n")
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(site),
+                                                              env.get("PYTHONPATH")]))}
+
+
+def test_stuck_run_is_ended_past_its_time_limit_and_its_cancel(r, env, procs, tmp_path):
+    """A node that blocks the event loop ignores both the run's deadline and
+    its cancel: the worker's watch thread ends the run anyway, with the
+    status the deadline or the cancel gives, records its end in the shared
+    history, and the worker (its pool process replaced) runs the next run."""
+    env = install_stuck_node(env, tmp_path / "site")
+    shared = tmp_path / "history.sqlite3"
+    worker = start_worker(procs, env, concurrency=2, extra=("--history", str(shared)))
+    flow = write_flow(tmp_path / "stuck.flow.json", "Stuck", [
+        {"id": "start", "type": "core.inject"}, {"id": "stuck", "type": "test.stuck"},
+        {"id": "show", "type": "core.debug"}], [("start", "stuck"), ("stuck", "show")])
+    timed = Proc(["submit", str(flow), "--wait", "--timeout", "1"], env, stdout=subprocess.PIPE)
+    procs.append(timed)
+    timed_id = timed.proc.stdout.readline().strip()
+    cancelled = switchboard(["submit", str(flow)], env)
+    cancel_id = cancelled.stdout.strip()
+    until(lambda: run_record(r, cancel_id).get("state") == "running", "the run to start")
+    assert switchboard(["runs", "cancel", cancel_id], env).returncode == 0
+    assert timed.proc.wait(WAIT) == 124
+    ends = {}
+    for run_id, state, reason in ((timed_id, "finished", "timeout"),
+                                  (cancel_id, "cancelled", "interrupted")):
+        rec = final(r, run_id)
+        assert (rec["state"], rec["reason"]) == (state, reason), rec
+        [end] = [e for e in stream(r, run_id) if e["type"] == "run.finished"]
+        assert "did not stop on time: node 'stuck' kept" in end["message"]
+        ends[run_id] = end
+    assert ends[timed_id]["in_flight"] == {"stuck": 1}
+    with History(shared) as history:
+        assert history.run(timed_id).status == "timeout"
+        assert history.run(cancel_id).status == "stopped"
+    # The worker lives on with fresh pool processes: the next run runs.
+    quick = write_flow(tmp_path / "quick.flow.json", "Quick", [
+        {"id": "start", "type": "core.inject", "params": {"payload": fixed(1)}},
+        {"id": "show", "type": "core.debug"}], [("start", "show")])
+    done = switchboard(["submit", str(quick), "--wait"], env)
+    assert done.returncode == 0, done.stderr
+    assert worker.proc.poll() is None
+    # The tasks of the ended runs, put back when their processes exited,
+    # were dropped (their runs were final): none runs again.
+    for run_id in (timed_id, cancel_id):
+        assert int(run_record(r, run_id)["attempts"]) == 1

@@ -81,7 +81,7 @@ def make_app(broker: str, *, visibility: float | None = None) -> Any:
 
 
 def run_worker(broker: str, *, concurrency: int, queues: list[str], visibility: float | None,
-               verbose: bool = False) -> int:
+               verbose: bool = False, history: str = "") -> int:
     """``switchboard worker``: Celery's prefork worker, its pool processes
     forked after the node packages are loaded (each run then starts warm)."""
     from celery import signals
@@ -96,7 +96,8 @@ def run_worker(broker: str, *, concurrency: int, queues: list[str], visibility: 
     def ready(sender: Any = None, **_: Any) -> None:
         print(f"switchboard worker ready: {sender.hostname if sender else name} "
               f"(concurrency {concurrency}, queues {','.join(queues)}, broker "
-              f"{_shown(broker)})", file=sys.stderr, flush=True)
+              f"{_shown(broker)}" + (f", history {history}" if history else "") + ")",
+              file=sys.stderr, flush=True)
 
     argv = ["worker", f"--concurrency={concurrency}", f"--queues={','.join(queues)}",
             f"--hostname={name}", "--without-gossip", "--without-mingle",

@@ -24,6 +24,7 @@ from . import (
     check_installed,
     require_broker,
 )
+from .shared import SHARED_HISTORY_ENV
 
 COMMANDS = ("worker", "submit", "serve", "queue")
 BROKER_HELP = f"the Redis broker, e.g. {DEFAULT_BROKER} (default: ${BROKER_ENV})"
@@ -41,6 +42,10 @@ def add_parsers(sub: Any, parser_class: type) -> None:
     w.add_argument("--visibility-timeout", type=float, metavar="S",
                    help="seconds before a run taken by a worker that vanished (its machine) "
                         "goes back to the queue (default: 300)")
+    w.add_argument("--history", metavar="PATH",
+                   help="record every run this worker executes in the history database PATH, "
+                        "shared with other workers on this machine or volume (default: "
+                        f"${SHARED_HISTORY_ENV}; none if unset)")
 
     s = sub.add_parser("submit", help="queue a run of a flow on the workers; prints its id")
     s.add_argument("flow")
@@ -158,10 +163,33 @@ def _worker(args: argparse.Namespace, helpers: Helpers) -> int:
     if not queues:
         raise QueueError("--queues: name at least one queue")
     url, _r = _connect(args)
+    history = _shared_history(args.history)
     from .app import run_worker
 
     return run_worker(url, concurrency=args.concurrency, queues=queues,
-                      visibility=args.visibility_timeout, verbose=args.verbose)
+                      visibility=args.visibility_timeout, verbose=args.verbose,
+                      history=str(history or ""))
+
+
+def _shared_history(given: str | None) -> Any:
+    """The worker's shared history, created (or checked) before its pool
+    processes fork, which find it in the environment; None: none."""
+    import sqlite3
+
+    from .shared import prepare, shared_path
+
+    path = shared_path(given)
+    if path is None:
+        return None
+    where = "--history" if given else f"${SHARED_HISTORY_ENV}"
+    try:
+        warning = prepare(path)
+    except (OSError, sqlite3.Error) as exc:
+        raise QueueError(f"{where} {path}: cannot open it as a run history: {exc}") from None
+    if warning:
+        print(f"switchboard: warning: {warning}", file=sys.stderr)
+    os.environ[SHARED_HISTORY_ENV] = str(path)
+    return path
 
 
 # -- submit -------------------------------------------------------------------------------
@@ -189,8 +217,24 @@ def _submit(args: argparse.Namespace, helpers: Helpers) -> int:
     run_id = enqueue(make_app(url), r, payload, queue=args.queue)
     print(run_id, flush=True)
     if not args.wait:
+        if not args.no_history:
+            _record_queued(run_id, flow.name, args.flow, payload["submitted"])
         return 0
     return _follow(r, run_id, args, helpers, _names(flow))
+
+
+def _record_queued(run_id: str, flow_name: str, file: str, submitted: float) -> None:
+    """A run not followed here is listed in this machine's history as
+    queued; its events are kept where it runs (the workers' shared history)."""
+    from pathlib import Path
+
+    from ..history import History
+
+    try:
+        with History() as history:
+            history.add_queued(run_id, flow_name, str(Path(file).absolute()), submitted)
+    except Exception as exc:  # noqa: BLE001 - the run is queued all the same
+        print(f"switchboard: run history unavailable: {exc}", file=sys.stderr)
 
 
 def _names(flow: Any) -> dict[str, str]:

@@ -1,12 +1,14 @@
 """What queue mode keeps in Redis besides Celery's own keys, in one place.
 
 Per run (``switchboard:run:ID`` and keys below it): a hash with its state
-(queued, running, finished, dead, cancelled), flow, worker, attempts and
-outcome; its event stream (runtime.queue.events); a cancel flag; a lease the
-worker running it holds and renews. Then the effects ledger
-(runtime.queue.ledger), the dead-letter list and the set of runs not yet
-final. Every key of a run expires (RUN_TTL once final, KEEP_TTL before), so
-nothing grows without bound."""
+(queued, running, finished, dead, cancelled), flow (its name and hash),
+worker, attempts and outcome; its event stream (runtime.queue.events); a
+cancel flag; a lease the worker running it holds and renews. Then the
+effects ledger (runtime.queue.ledger), the dead-letter list, the set of
+runs not yet final, and each queued flow's content by its hash
+(``switchboard:flow:HASH``: one copy for every run of a flow). Every key
+expires (a run's RUN_TTL once final, KEEP_TTL before), so nothing grows
+without bound."""
 
 from __future__ import annotations
 
@@ -58,14 +60,39 @@ def worker_name() -> str:
 
 # -- the run's record ---------------------------------------------------------------
 
-def queued(r: Any, run_id: str, fields: dict[str, Any]) -> None:
+def queued(r: Any, run_id: str, fields: dict[str, Any], flow: dict | None = None) -> None:
+    """The run's record; with ``flow`` (and ``fields["hash"]``), the flow's
+    content too, once per distinct flow (see flow_of)."""
     key = run_key(run_id)
+    digest = str(fields.get("hash") or "")
     pipe = r.pipeline()
     pipe.hset(key, mapping={"state": "queued", "submitted": time.time(), "attempts": 0,
                             **{k: _text(v) for k, v in fields.items()}})
     pipe.expire(key, KEEP_TTL)
     pipe.sadd(ACTIVE, run_id)
-    pipe.execute()
+    if flow is not None and digest:
+        pipe.expire(flow_key(digest), KEEP_TTL)  # 0: not there yet
+    done = pipe.execute()
+    if flow is not None and digest and not done[-1]:
+        r.set(flow_key(digest), json.dumps(flow, ensure_ascii=False), ex=KEEP_TTL)
+
+
+def flow_key(digest: str) -> str:
+    return f"{PREFIX}flow:{digest}"
+
+
+def flow_of(r: Any, run_id: str) -> tuple[str, dict | None]:
+    """The hash of the flow a queued run runs, and its content (the task
+    carries it to the worker; this copy is for those who watch the run:
+    the designer opens a run of another flow on that flow). None when it
+    expired or the run was queued without it."""
+    digest = r.hget(run_key(run_id), "hash") or ""
+    raw = r.get(flow_key(digest)) if digest else None
+    try:
+        flow = json.loads(raw) if raw else None
+    except ValueError:
+        flow = None
+    return digest, flow if isinstance(flow, dict) else None
 
 
 def info(r: Any, run_id: str) -> dict[str, str]:

@@ -50,7 +50,8 @@ def enqueue(app: Any, r: Any, payload: dict[str, Any], *, queue: str = DEFAULT_Q
     it at once finds it."""
     run_id = payload["run_id"]
     state.queued(r, run_id, {"flow": payload["flow"].get("name", ""), "file": payload["name"],
-                             "queue": queue, "max_tries": payload["max_tries"]})
+                             "queue": queue, "max_tries": payload["max_tries"],
+                             "hash": payload["hash"]}, flow=payload["flow"])
     timeout = payload.get("timeout")
     options: dict[str, Any] = {}
     if timeout:

@@ -16,7 +16,8 @@ A delivery of a run's task goes through these steps:
    checked against its hash, loaded and validated here, with this worker's
    node packages. Secrets are resolved here too, from this worker's
    environment or keyring, as in any run.
-5. The run goes as ``switchboard run`` would, its events to the run's stream,
+5. The run goes as ``switchboard run`` would, its events to the run's stream
+   (and to the shared history when the worker keeps one: runtime.queue.shared),
    the effects ledger set for its nodes, its lease renewed and its cancel
    flag watched by a thread. A run that failed at start (the flow does not
    load here, a node's start failed) goes back to the queue with a growing
@@ -36,6 +37,7 @@ from typing import Any
 from ..events import EventBus, NodeError, RunFinished, RunStarted
 from . import DEFAULT_MAX_TRIES, MAX_REPLY_BYTES, WEBHOOK_PENDING, WEBHOOK_REQUEST, state
 from .events import FINAL, StreamPublisher
+from .shared import RunOutput, worker_history
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +85,7 @@ def execute(r: Any, payload: dict[str, Any], *, retry: Any) -> dict[str, Any]:
     rec, by = pipe.execute()
     if rec.get("state") in state.FINAL_STATES:
         return {"run_id": run_id, "skipped": f"already {rec['state']}"}
-    pub = StreamPublisher(r, run_id)
+    pub = RunOutput(StreamPublisher(r, run_id), state.worker_name(), worker_history())
     try:
         return _deliver(r, run_id, payload, pub, rec, by)
     except _Retry as again:
@@ -93,7 +95,7 @@ def execute(r: Any, payload: dict[str, Any], *, retry: Any) -> dict[str, Any]:
         pub.close()
 
 
-def _deliver(r: Any, run_id: str, payload: dict[str, Any], pub: StreamPublisher,
+def _deliver(r: Any, run_id: str, payload: dict[str, Any], pub: RunOutput,
              rec: dict[str, str], by: str | None) -> dict:
     worker = state.worker_name()
     if by is not None:
@@ -147,7 +149,7 @@ def _deliver(r: Any, run_id: str, payload: dict[str, Any], pub: StreamPublisher,
     return summary
 
 
-def _end_early(r: Any, run_id: str, payload: dict, pub: StreamPublisher, final_state: str,
+def _end_early(r: Any, run_id: str, payload: dict, pub: RunOutput, final_state: str,
                why: str, reason: str) -> dict:
     """A run that ends without running (cancelled, dead-lettered): a
     run.started (readers keep a run's first), run.finished and final entry,
@@ -198,7 +200,7 @@ def _load(payload: dict) -> Any:
     return flow
 
 
-def _run(r: Any, run_id: str, payload: dict, pub: StreamPublisher,
+def _run(r: Any, run_id: str, payload: dict, pub: RunOutput,
          worker: str) -> tuple[Any, str | None]:
     from ..approval import People, approver_for
     from ..effects import LEDGER
@@ -262,7 +264,7 @@ class _ReplyRelay:
     Response node sets as its answer goes to the run's stream as a
     ``queue.reply`` entry, for serve to write to the request it holds."""
 
-    def __init__(self, pub: StreamPublisher, run_id: str, request: str) -> None:
+    def __init__(self, pub: RunOutput, run_id: str, request: str) -> None:
         self.pub = pub
         self.run_id = run_id
         self.request = request
@@ -292,13 +294,14 @@ class _Watch:
     replaces; the task it puts back finds the run final and is dropped."""
 
     def __init__(self, r: Any, run_id: str, worker: str, engine: Any,
-                 pub: StreamPublisher) -> None:
+                 pub: RunOutput) -> None:
         self.r = r
         self.run_id = run_id
         self.worker = worker
         self.engine = engine
         self.pub = pub
         self.cancelled_by: str | None = None
+        self._loop_thread: int | None = None
         self._hard_at = 0.0
         self._stop = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -307,6 +310,7 @@ class _Watch:
 
     async def run(self, timeout: float | None) -> Any:
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         if timeout is not None:
             self._hard_at = time.monotonic() + timeout + HARD_STOP_GRACE
         self._thread.start()
@@ -339,14 +343,18 @@ class _Watch:
                 log.warning("run %s: watching its cancel flag: %s", self.run_id, exc)
 
     def _hard_stop(self) -> None:
-        from ..engine import STATUS_OF_REASON
+        from ..engine import STATUS_OF_REASON, busy_node
 
         if self._stop.is_set():
             return  # the run ended meanwhile
         engine = self.engine
         reason = "interrupted" if self.cancelled_by else "timeout"
-        message = "the run did not stop on time: a node kept the worker's event loop busy"
         in_flight = dict(engine.in_flight())
+        stuck = busy_node(engine, self._loop_thread)
+        if stuck:
+            in_flight[stuck] = in_flight.get(stuck, 0) + 1
+        message = ("the run did not stop on time: "
+                   f"{f'node {stuck!r}' if stuck else 'a node'} kept the worker's event loop busy")
         summary = {"run_id": self.run_id, "status": STATUS_OF_REASON[reason], "reason": reason,
                    "errors": engine.uncaught, "in_flight": in_flight, "message": message,
                    "duration_ms": engine.elapsed_ms(), "worker": self.worker}
