@@ -2,7 +2,11 @@
 flow on screen on the workers and shows its run live, as a local one is
 shown (the canvas's badges, the inspector, the status bar, then History);
 Run > Workers… lists the workers and their load, the runs queued and
-running, and watches or cancels one.
+running, and watches or cancels one. A watched run of the flow on screen is
+shown on it; a run of another flow opens in a window of its own, on that
+flow as it runs (designer.remote_runs), as an execution of another workflow
+opens on its own canvas in n8n. The workers' shared history is listed from
+the Workers view too.
 
 A queued run's events come back through its Redis stream, read by a thread
 here (``RemoteRun``) and handed to the run session on the GUI thread in
@@ -18,7 +22,7 @@ import threading
 import time
 from typing import Any
 
-from PySide6.QtCore import QObject, QSettings, QTimer, Signal
+from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QDialog,
@@ -34,7 +38,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from runtime.engine import RunResult
 from runtime.events import RunFinished, RunStarted
 
 from .run_controller import fold_events
@@ -109,7 +112,11 @@ class RemoteRun(QObject):
                         self._final = entry
         except Exception as exc:  # noqa: BLE001 - Redis gone: say so on screen
             log.debug("following run %s", self.run_id, exc_info=True)
-            self.failed.emit(str(exc))
+            if not self._stop.is_set():
+                try:
+                    self.failed.emit(str(exc))
+                except RuntimeError:
+                    pass  # its window closed meanwhile
 
     def _flush(self) -> None:
         with self._lock:
@@ -133,6 +140,8 @@ class QueueActions(QObject):
         self._history_sink: Any = None
         self._started = 0.0
         self.workers_dialog: WorkersDialog | None = None
+        #: Windows showing runs of other flows (remote_runs.RunWindow).
+        self.windows: list[Any] = []
         self.run_action = QAction("Run on &Queue", self)
         self.run_action.setToolTip("Queue the flow on the workers (queue mode) and show its run "
                                    "here as it happens")
@@ -141,7 +150,7 @@ class QueueActions(QObject):
         self.workers_action.setToolTip("Queue mode: the workers and their load, the queued and "
                                        "running runs")
         self.workers_action.triggered.connect(self.show_workers)
-        menu = session._menu_of(session.run_action)
+        menu = session.run_menu()
         if menu is not None:
             menu.addSeparator()
             menu.addAction(self.run_action)
@@ -190,8 +199,7 @@ class QueueActions(QObject):
         return run_id
 
     def watch(self, run_id: str, url: str | None = None) -> None:
-        """Show a queued run live on the flow on screen (its own, or one
-        picked in the Workers view)."""
+        """Show a queued run of the flow on screen live on it."""
         url = url or broker()
         if url is None or self.session.controller.is_running:
             return
@@ -200,8 +208,7 @@ class QueueActions(QObject):
         session = self.session
         self.finished = None
         self._started = time.monotonic()
-        session._on_started(run_id)
-        session._on_state("running")
+        session.watch_started(run_id)
         self.run_action.setEnabled(False)
         self._history_sink = None
         if session.history is not None:
@@ -217,6 +224,59 @@ class QueueActions(QObject):
         self._tick.start()
         self._show_elapsed()
 
+    def watch_run(self, run_id: str, url: str | None = None) -> Any:
+        """Watch a run picked in the Workers view: here when it runs the flow
+        on screen (the same content) and nothing else is shown, else in a
+        window of its own on its flow as it runs; that window, or None (said
+        why)."""
+        url = url or broker()
+        if url is None:
+            return None
+        from runtime.engine import flow_hash
+        from runtime.queue import state
+
+        try:
+            r = state.client(url)
+            digest, flow = state.flow_of(r, run_id)
+            worker = state.info(r, run_id).get("worker", "")
+        except Exception as exc:  # noqa: BLE001 - Redis gone: a message, not a crash
+            QMessageBox.warning(self.session.window, "Watch", f"Could not read the run: {exc}")
+            return None
+        session = self.session
+        busy = session.controller.is_running or self.watching
+        if digest and not busy and digest == flow_hash(session.document.flow.to_json()):
+            self.watch(run_id, url)
+            return session.window
+        if flow is None:
+            QMessageBox.information(
+                session.window, "Watch",
+                f"Run {run_id} cannot be shown: its flow is no longer kept in Redis.")
+            return None
+        from .remote_runs import open_run_window
+
+        window = open_run_window(self, flow, run_id, worker)
+        if window is not None:
+            window.run_session.queue.watch(run_id, url)
+        return window
+
+    def stop_watching(self) -> None:
+        """Stop following the shown run (its window closes); it goes on."""
+        self._tick.stop()
+        if self.remote is not None:
+            self.remote.stop()
+            self.remote = None
+        if self._history_sink is not None:
+            self._history_sink.close()
+            self._history_sink = None
+
+    def show_shared_history(self) -> Any:
+        from .remote_runs import SharedHistoryDialog
+
+        dialog = SharedHistoryDialog(self, self.session.window)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
+
     def cancel(self) -> None:
         """Stop: cancel the run on whatever worker runs it."""
         if self.remote is None:
@@ -231,7 +291,7 @@ class QueueActions(QObject):
         except Exception as exc:  # noqa: BLE001
             QMessageBox.warning(self.session.window, "Stop", f"Could not cancel the run: {exc}")
             return
-        self.session._set_status("stopping", "Cancelling the queued run…")
+        self.session.show_status("stopping", "Cancelling the queued run…")
 
     def show_workers(self) -> WorkersDialog:
         if self.workers_dialog is None:
@@ -251,30 +311,14 @@ class QueueActions(QObject):
                     self._history_sink(event)
                 except Exception:  # noqa: BLE001 - the run goes on screen anyway
                     log.exception("could not record the queued run")
-        self.session._on_events(events)
+        self.session.feed(events)
 
     def _on_ended(self, entry: dict) -> None:
-        self._tick.stop()
-        if self.remote is not None:
-            self.remote.stop()
-            self.remote = None
-        if self._history_sink is not None:
-            self._history_sink.close()
-            self._history_sink = None
-        fin = self.finished
-        if fin is not None:
-            result = RunResult(status=fin.status, errors=fin.errors, duration_ms=fin.duration_ms,
-                               reason=fin.reason, message=fin.message, in_flight=fin.in_flight,
-                               usage=fin.usage, cost_usd=fin.cost_usd,
-                               tool_cost_usd=fin.tool_cost_usd)
-        else:
-            result = RunResult(status=str(entry.get("status") or "error"),
-                               errors=int(entry.get("errors") or 0),
-                               reason=str(entry.get("reason") or "failed"),
-                               message=str(entry.get("message") or ""))
+        self.stop_watching()
+        from .remote_runs import run_result
+
         self.run_action.setEnabled(True)
-        self.session._on_state("idle")
-        self.session._on_finished(result)
+        self.session.watch_finished(run_result(self.finished, entry))
 
     def _on_failed(self, text: str) -> None:
         self._on_ended({"status": "error", "reason": "failed", "errors": 1,
@@ -284,7 +328,7 @@ class QueueActions(QObject):
         if self.remote is None:
             return
         seconds = time.monotonic() - self._started
-        self.session._set_status("running", f"Running on the queue… {seconds:.1f} s "
+        self.session.show_status("running", f"Running on the queue… {seconds:.1f} s "
                                             f"(run {self.remote.run_id})")
 
 
@@ -324,14 +368,21 @@ class WorkersDialog(QDialog):
         layout.addWidget(self.runs, 1)
         buttons = QDialogButtonBox()
         self.watch_button = QPushButton("Watch")
-        self.watch_button.setToolTip("Show the selected run live on the flow on screen")
+        self.watch_button.setToolTip("Show the selected run live: on the flow on screen when it "
+                                     "runs that flow, else in a window of its own")
         self.cancel_button = QPushButton("Cancel Run")
+        self.shared_button = QPushButton("Shared History…")
+        self.shared_button.setToolTip("The runs the workers recorded in their shared history "
+                                      "(switchboard worker --history PATH)")
         buttons.addButton(self.watch_button, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.addButton(self.cancel_button, QDialogButtonBox.ButtonRole.ActionRole)
+        buttons.addButton(self.shared_button, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.addButton(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.close)
         self.watch_button.clicked.connect(self._watch)
+        self.runs.itemDoubleClicked.connect(lambda *_: self._watch())
         self.cancel_button.clicked.connect(self._cancel)
+        self.shared_button.clicked.connect(self.actions.show_shared_history)
         layout.addWidget(buttons)
         self.snapshot_ready.connect(self._show)
         self._timer = QTimer(self)
@@ -399,7 +450,7 @@ class WorkersDialog(QDialog):
     def _watch(self) -> None:
         run_id = self.selected_run()
         if run_id:
-            self.actions.watch(run_id)
+            self.actions.watch_run(run_id)
 
     def _cancel(self) -> None:
         run_id = self.selected_run()

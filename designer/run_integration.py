@@ -41,6 +41,12 @@ def _settings() -> QSettings:
     return settings()
 
 
+#: The history files whose cut-off runs this process has marked: once each,
+#: at the first window's start (a second window, e.g. one showing a queued
+#: run, must not mark the first one's run in progress).
+_MARKED: set[str] = set()
+
+
 def open_history() -> Any:
     """The run history, or None if the data dir cannot be written (then runs
     still work, they are just not kept)."""
@@ -48,7 +54,9 @@ def open_history() -> Any:
         from runtime.history import History
 
         history = History()
-        history.mark_interrupted()
+        if str(history.path) not in _MARKED:
+            _MARKED.add(str(history.path))
+            history.mark_interrupted()
         return history
     except Exception:
         log.exception("run history is not available")
@@ -230,6 +238,30 @@ class RunSession(QObject):
     def shutdown(self) -> None:
         if self.controller.is_running:
             self.controller.stop()
+
+    # -- a run elsewhere (queue mode), shown as a local one ------------------
+    def run_menu(self) -> QMenu | None:
+        return self._menu_of(self.run_action)
+
+    def watch_started(self, run_id: str) -> None:
+        """A run of the flow on screen that runs in another process (a queue
+        worker) is now the one shown: the canvas and the inspector are set
+        for it as for a local run's start, and Stop is enabled."""
+        self._on_started(run_id)
+        self._on_state("running")
+
+    def feed(self, events: list[Event]) -> None:
+        """The shown run's events, as the controller hands a local run's
+        (folded: run_controller.fold_events)."""
+        self._on_events(events)
+
+    def watch_finished(self, result: RunResult) -> None:
+        self._on_state("idle")
+        self._on_finished(result)
+
+    def show_status(self, state: str, text: str) -> None:
+        """The status bar's run line ("Running on the queue… 2.4 s")."""
+        self._set_status(state, text)
 
     # -- controller signals -------------------------------------------------
     def _on_state(self, state: str) -> None:
