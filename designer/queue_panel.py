@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QMessageBox,
@@ -139,6 +140,7 @@ class QueueActions(QObject):
         self.finished: RunFinished | None = None
         self._history_sink: Any = None
         self._started = 0.0
+        self._worker = ""  # the worker running the shown run, once its run.started came
         self.workers_dialog: WorkersDialog | None = None
         #: Windows showing runs of other flows (remote_runs.RunWindow).
         self.windows: list[Any] = []
@@ -208,6 +210,7 @@ class QueueActions(QObject):
         session = self.session
         self.finished = None
         self._started = time.monotonic()
+        self._worker = ""
         session.watch_started(run_id)
         self.run_action.setEnabled(False)
         self._history_sink = None
@@ -306,6 +309,8 @@ class QueueActions(QObject):
         for event in events:
             if isinstance(event, RunFinished):
                 self.finished = event
+            elif isinstance(event, RunStarted) and event.worker:
+                self._worker = event.worker
             if self._history_sink is not None:
                 try:
                     self._history_sink(event)
@@ -328,7 +333,8 @@ class QueueActions(QObject):
         if self.remote is None:
             return
         seconds = time.monotonic() - self._started
-        self.session.show_status("running", f"Running on the queue… {seconds:.1f} s "
+        where = self._worker or "the queue"
+        self.session.show_status("running", f"Running on {where}… {seconds:.1f} s "
                                             f"(run {self.remote.run_id})")
 
 
@@ -357,14 +363,14 @@ class WorkersDialog(QDialog):
         layout.addLayout(row)
         self.summary = QLabel("…")
         layout.addWidget(self.summary)
-        self.workers = QTableWidget(0, 3)
-        self.workers.setHorizontalHeaderLabels(["Worker", "Busy", "Runs done"])
-        self.workers.horizontalHeader().setStretchLastSection(True)
+        self.workers = _table(["Worker", "Busy", "Runs taken"])
+        # A few workers take a few rows; the runs get the height.
+        self.workers.setMaximumHeight(self.workers.horizontalHeader().sizeHint().height()
+                                      + 3 * self.workers.verticalHeader().defaultSectionSize() + 4)
         layout.addWidget(self.workers)
-        self.runs = QTableWidget(0, 4)
-        self.runs.setHorizontalHeaderLabels(["Run", "State", "Flow", "Worker"])
-        self.runs.horizontalHeader().setStretchLastSection(True)
+        self.runs = _table(["Run", "State", "Flow", "Worker"])
         self.runs.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.runs.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
         layout.addWidget(self.runs, 1)
         buttons = QDialogButtonBox()
         self.watch_button = QPushButton("Watch")
@@ -469,6 +475,19 @@ class WorkersDialog(QDialog):
     def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
         self._timer.start()
         super().showEvent(event)
+
+
+def _table(columns: list[str]) -> QTableWidget:
+    """A read-only table whose columns fit their text (a worker's name, a
+    run's id) and whose last column takes the rest."""
+    table = QTableWidget(0, len(columns))
+    table.setHorizontalHeaderLabels(columns)
+    table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+    table.verticalHeader().hide()
+    header = table.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    header.setStretchLastSection(True)
+    return table
 
 
 def install(session: Any) -> QueueActions:

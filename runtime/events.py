@@ -56,8 +56,8 @@ class RunStarted(Event):
     rerun_of: str = ""
     from_node: str = ""
     call: str = ""
-    # Queue mode: the worker that ran it (host:pid, as ``queue status``
-    # names it); "" for a run in this process.
+    # Queue mode: the worker that ran it (``switchboard-PID@host``, as
+    # ``queue status`` names it); "" for a run in this process.
     worker: str = ""
 
 

@@ -75,7 +75,8 @@ def make_app(broker: str, *, visibility: float | None = None) -> Any:
         def retry(countdown: float) -> Any:
             return self.retry(countdown=countdown, max_retries=None)
 
-        return execute(state.client(broker), payload, retry=retry)
+        return execute(state.client(broker), payload, retry=retry,
+                       node=str(getattr(self.request, "hostname", "") or ""))
 
     return app
 

@@ -381,7 +381,7 @@ def _queue(args: argparse.Namespace, helpers: Helpers) -> int:
         return 0
     print(f"workers: {len(snap['workers'])}")
     for w in snap["workers"]:
-        print(f"  {w['name']}  {w['active']}/{w['concurrency']} busy  {w['done']} runs done")
+        print(f"  {w['name']}  {w['active']}/{w['concurrency']} busy  {w['done']} runs taken")
     print(f"queued: {snap['queued']}  running: {snap['running']}  "
           f"dead letters: {snap['dead_letters']}")
     for run in snap["runs"][:20]:

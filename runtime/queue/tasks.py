@@ -4,12 +4,13 @@ module imports neither).
 
 A delivery of a run's task goes through these steps:
 
-1. A run already final (a duplicate delivery) is dropped; one cancelled
-   before it started ends at once as cancelled.
+1. A run already final (a duplicate delivery) is dropped.
 2. The worker takes the run's lease (runtime.queue.state). If another live
    worker holds it (a redelivery while the first still runs), the task is
-   put back for later and looks again; a lease left by a dead process on
-   this host is taken over at once, a remote one once it expires.
+   put back for later and looks again (a cancel is that worker's to carry
+   out); a lease left by a dead process on this host is taken over at once,
+   a remote one once it expires. A run cancelled before it started ends
+   here as cancelled.
 3. The attempt is counted; past ``max_tries`` the run goes to the dead-letter
    list instead of running.
 4. The flow travels in the message (content and hash, never a path): it is
@@ -75,9 +76,12 @@ class StartFailed(Exception):
     """The run could not start on this worker (what a retry may fix)."""
 
 
-def execute(r: Any, payload: dict[str, Any], *, retry: Any) -> dict[str, Any]:
+def execute(r: Any, payload: dict[str, Any], *, retry: Any, node: str = "") -> dict[str, Any]:
     """Run one delivery of a queued run; ``retry(countdown)`` raises the
-    task's retry. Returns the run's summary (the task's result)."""
+    task's retry; ``node``: the worker's name as Celery knows it
+    (``switchboard-PID@host``, as ``queue status`` lists the workers), which
+    the run's record, its events and the histories name it by. Returns the
+    run's summary (the task's result)."""
     run_id = str(payload["run_id"])
     pipe = r.pipeline(transaction=False)
     pipe.hgetall(state.run_key(run_id))
@@ -85,7 +89,7 @@ def execute(r: Any, payload: dict[str, Any], *, retry: Any) -> dict[str, Any]:
     rec, by = pipe.execute()
     if rec.get("state") in state.FINAL_STATES:
         return {"run_id": run_id, "skipped": f"already {rec['state']}"}
-    pub = RunOutput(StreamPublisher(r, run_id), state.worker_name(), worker_history())
+    pub = RunOutput(StreamPublisher(r, run_id), node or state.worker_name(), worker_history())
     try:
         return _deliver(r, run_id, payload, pub, rec, by)
     except _Retry as again:
@@ -97,16 +101,20 @@ def execute(r: Any, payload: dict[str, Any], *, retry: Any) -> dict[str, Any]:
 
 def _deliver(r: Any, run_id: str, payload: dict[str, Any], pub: RunOutput,
              rec: dict[str, str], by: str | None) -> dict:
-    worker = state.worker_name()
+    worker = state.worker_name()  # the lease's holder: this process
+    name = pub.worker  # the worker, as people see it
+    previous = state.take_lease(r, run_id, worker, LEASE_TTL)
+    if previous is None:
+        # A live worker runs it (this is a redelivery, e.g. past the
+        # visibility timeout): look again later, even if it was cancelled,
+        # since that worker is the one to end it.
+        raise _Retry(LEASE_WAIT)
     if by is not None:
         return _end_early(r, run_id, payload, pub, "cancelled",
                           f"cancelled before it started ({by})", "interrupted")
-    previous = state.take_lease(r, run_id, worker, LEASE_TTL)
-    if previous is None:
-        raise _Retry(LEASE_WAIT)  # a live worker runs it: look again later
     pipe = r.pipeline(transaction=False)
     pipe.hincrby(state.run_key(run_id), "attempts", 1)
-    state.update(pipe, run_id, state="running", worker=worker, started=time.time())
+    state.update(pipe, run_id, state="running", worker=name, started=time.time())
     attempts = int(pipe.execute()[0])
     tries = int(payload.get("max_tries") or DEFAULT_MAX_TRIES)
     last_error = rec.get("error", "")
@@ -119,8 +127,8 @@ def _deliver(r: Any, run_id: str, payload: dict[str, Any], pub: RunOutput,
     if attempts > 1:
         cause = "its last attempt failed at start" if last_error and not previous \
             else "the worker of its last attempt was lost"
-        pub.entry("queue.attempt", run_id=run_id, attempt=attempts, worker=worker,
-                  text=f"attempt {attempts} of {tries} on {worker} ({cause})")
+        pub.entry("queue.attempt", run_id=run_id, attempt=attempts, worker=name,
+                  text=f"attempt {attempts} of {tries} on {name} ({cause})")
     try:
         result, cancelled_by = _run(r, run_id, payload, pub, worker)
     except StartFailed as exc:
@@ -133,7 +141,7 @@ def _deliver(r: Any, run_id: str, payload: dict[str, Any], pub: RunOutput,
                               f"dead-lettered after {tries} tries: {text}", "failed")
         delay = min(RETRY_MAX, RETRY_BASE * 2 ** (attempts - 1))
         pub.entry("queue.retry", run_id=run_id, attempt=attempts, level="warning",
-                  text=f"failed at start on {worker}: {text}; queued again in {delay:g} s "
+                  text=f"failed at start on {name}: {text}; queued again in {delay:g} s "
                        f"(try {attempts} of {tries})")
         state.update(r, run_id, state="queued", error=text)
         r.delete(state.run_key(run_id, "lease"))
@@ -141,7 +149,7 @@ def _deliver(r: Any, run_id: str, payload: dict[str, Any], pub: RunOutput,
     summary = {"run_id": run_id, "status": result.status, "reason": result.reason,
                "errors": result.errors, "in_flight": result.in_flight,
                "message": result.message, "duration_ms": result.duration_ms,
-               "attempts": attempts, "worker": worker}
+               "attempts": attempts, "worker": name}
     pub.entry(FINAL, **summary)
     pub.close()
     state.final(r, run_id, "cancelled" if cancelled_by else "finished", status=result.status,
@@ -357,7 +365,7 @@ class _Watch:
                    f"{f'node {stuck!r}' if stuck else 'a node'} kept the worker's event loop busy")
         summary = {"run_id": self.run_id, "status": STATUS_OF_REASON[reason], "reason": reason,
                    "errors": engine.uncaught, "in_flight": in_flight, "message": message,
-                   "duration_ms": engine.elapsed_ms(), "worker": self.worker}
+                   "duration_ms": engine.elapsed_ms(), "worker": self.pub.worker}
         try:
             self.pub(RunFinished(run_id=self.run_id, status=summary["status"], reason=reason,
                                  message=message, in_flight=in_flight, errors=engine.uncaught,

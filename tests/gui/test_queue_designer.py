@@ -171,7 +171,7 @@ def test_a_run_of_another_flow_is_shown_on_its_own_flow(qt_loop, qtbot, queue_en
         ids = [history.table.item(i, 0).text() for i in range(history.table.rowCount())]
         assert sorted(ids) == sorted([here_id, other_id])
         row = ids.index(other_id)
-        assert history.table.item(row, 4).text().startswith(os.uname().nodename)
+        assert history.table.item(row, 4).text().endswith(f"@{os.uname().nodename}")
         history.table.selectRow(row)
         stored = history.open_selected()
         opened.append(stored)
