@@ -475,6 +475,22 @@ def test_workers_record_their_runs_in_a_shared_history(r, env, procs, tmp_path):
     assert missing.returncode == 2 and "no such history file" in missing.stderr
 
 
+def test_shared_history_path_is_checked_before_the_worker_starts(env, tmp_path):
+    """A history the worker cannot open is bad input (exit 2, named); the
+    filesystem a path is on is told from the mounts (a network one warns)."""
+    from runtime.queue.shared import NETWORK_FILESYSTEMS, filesystem_of, prepare
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    done = switchboard(["worker", "--history", str(blocked / "history.sqlite3")], env)
+    assert done.returncode == 2
+    assert f"--history {blocked / 'history.sqlite3'}: cannot open it as a run history" \
+        in done.stderr
+    assert filesystem_of(Path("/proc/self")) == "proc"
+    assert filesystem_of(tmp_path) not in NETWORK_FILESYSTEMS
+    assert prepare(tmp_path / "h.sqlite3") is None and (tmp_path / "h.sqlite3").is_file()
+
+
 #: A node package a test installs on the worker (a module and its
 #: dist-info on PYTHONPATH: found through the switchboard.nodes entry point
 #: as a pip-installed package is): a node that keeps the run's event loop
