@@ -466,10 +466,15 @@ def test_workers_record_their_runs_in_a_shared_history(r, env, procs, tmp_path):
                                     "--json"], env).stdout)
     assert shown["debug"] == [{"node": "show", "name": "Debug", "value": "done"}]
     assert shown["worker"] == running[ids[0]]
+    # Rerun here from the shared history: recorded in this machine's.
+    rerun = switchboard(["runs", "rerun", ids[0], "--history", str(shared)], env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["value"] == "done"
     # Submitted without --wait: here only as queued, no events.
     local = {row["id"]: row for row in
              json.loads(switchboard(["runs", "list", "--json"], env).stdout)}
     assert {local[i]["status"] for i in ids} == {"queued"}
+    assert [row["rerun_of"] for row in local.values() if row["status"] == "ok"] == [ids[0]]
     assert local[ids[0]]["path"] == str(flow.resolve())
     missing = switchboard(["runs", "list", "--history", str(tmp_path / "nope.sqlite3")], env)
     assert missing.returncode == 2 and "no such history file" in missing.stderr
