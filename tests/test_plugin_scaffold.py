@@ -238,7 +238,7 @@ def test_list_with_no_user_packages_says_where_they_go(data_dir):
     lines = [x for x in scaffold.list_packages() if not x.startswith("warning: ")]
     # Last, the in-process packages a flow may run out of process, by name.
     assert lines.pop().startswith("in-process packages (a flow may run any of them out of "
-                                  "process): ai, browser, core, files, http, mail, triggers")
+                                  "process): ai, browser, core, files, http, mail, mcp, triggers")
     bundled = {p.name for p in host.find_plugins()[0]}
     if not bundled:
         assert lines == [f"no plugin packages (install one into {data_dir / 'plugins'} "
