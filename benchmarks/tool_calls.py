@@ -81,8 +81,10 @@ def flow_for(script: list[dict], tool_type: str, max_turns: int):
         {"id": "agent", "type": "ai.agent", "params": {
             "provider": fixed("scripted"), "script": fixed(script), "max_turns": fixed(max_turns),
             "tool_timeout_seconds": fixed(60),
-            # Every call of a turn is run, not refused past the default cap of 16.
-            "max_tool_calls_per_turn": fixed(max(len(t.get("tool_calls", [])) for t in script))}},
+            # Every call is run, not refused past the default caps (16 a turn,
+            # 100 a message): the figures are of calls, not of refusals.
+            "max_tool_calls_per_turn": fixed(max(len(t.get("tool_calls", [])) for t in script)),
+            "max_tool_calls_per_run": fixed(sum(len(t.get("tool_calls", [])) for t in script))}},
         {"id": "show", "type": "core.debug"},
         {"id": "tool", "type": tool_type},
     ], "wires": [{"from": ["ask", "out"], "to": ["agent", "in"]},

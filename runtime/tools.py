@@ -445,10 +445,17 @@ class ToolOutcome:
     tracking_id: str = ""
     #: The call was cancelled (the run stopped, task_cancel): status "error".
     cancelled: bool = False
+    _content: str | None = field(default=None, repr=False, compare=False)
 
     def content(self) -> str:
         """The text the LLM gets back; a secret a node put in its outputs is
-        masked (errors already are)."""
+        masked (errors already are). Made once: the conversation and the
+        cost meter both read it."""
+        if self._content is None:
+            self._content = self._text()
+        return self._content
+
+    def _text(self) -> str:
         if self.status == "success":
             try:
                 text = json.dumps(self.data, ensure_ascii=False, default=str)
