@@ -240,7 +240,7 @@ def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approv
     engine up first (a rerun's entry)."""
     from runtime.approval import People
     from runtime.engine import Engine
-    from runtime.events import EventBus, JsonlWriter
+    from runtime.events import EventBus
     from runtime.flow import FlowError, validate_flow
 
     apply_sets(flow, sets, file)
@@ -300,14 +300,7 @@ def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approv
             print(f"{prefix}node {who(event.node)}: {event.text}", file=sys.stderr)
 
     bus.subscribe(print_debug)
-    writer = None
-    if args.events:
-        try:
-            writer = JsonlWriter(args.events)
-        except OSError as exc:
-            raise UsageError(f"--events {args.events}: {exc.strerror}") from None
-        bus.subscribe(writer)
-    recorder = None if args.no_history else _history_recorder(bus)
+    writer, recorder = _recording(bus, args)
     try:
         # record: the last messages of each node go to history with the run
         # (what `runs diff` compares), as in the designer.
@@ -457,6 +450,21 @@ def _unfinished(in_flight: dict[str, int]) -> str:
     parts = [f"{node} ({n})" for node, n in sorted(in_flight.items())[:5]]
     more = f" and {len(in_flight) - 5} more" if len(in_flight) > 5 else ""
     return "; unfinished: " + ", ".join(parts) + more
+
+
+def _recording(bus, args):
+    """The run's ``--events`` file writer and history recorder (either may
+    be None), both subscribed to ``bus``."""
+    from runtime.events import JsonlWriter
+
+    writer = None
+    if args.events:
+        try:
+            writer = JsonlWriter(args.events)
+        except OSError as exc:
+            raise UsageError(f"--events {args.events}: {exc.strerror}") from None
+        bus.subscribe(writer)
+    return writer, (None if args.no_history else _history_recorder(bus))
 
 
 def _history_recorder(bus):
@@ -711,7 +719,7 @@ def _mcp(args: argparse.Namespace) -> int:
     from runtime import mcp_serve
     from runtime.approval import People, approver_for
     from runtime.engine import Engine
-    from runtime.events import EventBus, JsonlWriter
+    from runtime.events import EventBus
     from runtime.flow import validate_flow
     from runtime.registry import Registry
 
@@ -745,14 +753,7 @@ def _mcp(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr, flush=True)
 
     bus.subscribe(report)
-    writer = None
-    if args.events:
-        try:
-            writer = JsonlWriter(args.events)
-        except OSError as exc:
-            raise UsageError(f"--events {args.events}: {exc.strerror}") from None
-        bus.subscribe(writer)
-    recorder = None if args.no_history else _history_recorder(bus)
+    writer, recorder = _recording(bus, args)
     engine = Engine(mcp_serve.quiet_flow(flow, registry), registry, bus, file=args.flow,
                     validated=True)
     engine.people = People(approver)  # type: ignore[attr-defined]
