@@ -20,7 +20,6 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QComboBox,
     QGridLayout,
     QHBoxLayout,
     QHeaderView,
@@ -44,7 +43,7 @@ from runtime.spec import ParamSpec, ParamType, ParamValue, Scope
 from .json_editor import mono_font
 from .panel_style import label, section
 from .param_editors import ParamRow
-from .tool_settings import MAX_PER_RUN, MAX_PER_TURN, MODES, RuleRow, policy_line
+from .tool_settings import MAX_PER_RUN, MAX_PER_TURN, MODES, RuleRow, mode_combo, policy_line
 
 TOOLS_PARAM = "tools"
 #: Table columns.
@@ -346,12 +345,7 @@ class McpToolsSection(QWidget):
             add(row)
 
         add(label("Ask a person before a call", "paramLabel", box, wrap=False))
-        self.mode = QComboBox(box)
-        for key, text in MODES:
-            self.mode.addItem(text, key)
-        self.mode.setToolTip("When a call of this tool waits for a person to approve, edit or "
-                             "reject it before it runs")
-        self.mode.activated.connect(self._on_mode)
+        self.mode = mode_combo(box, self._on_mode)
         add(self.mode)
         self.policy_text = label("", "muted", box)
         add(self.policy_text)

@@ -58,6 +58,18 @@ REGEX_OPS = {"matches", "not_matches"}
 
 MODES = [("default", "Default"), ("never", "Never ask"), ("always", "Ask for every call"),
          ("rules", "Ask when a rule matches")]
+
+
+def mode_combo(parent: QWidget, on_mode: Any) -> QComboBox:
+    """The "Ask a person before a call" choice (MODES), calling ``on_mode``
+    with the index a person picks."""
+    combo = QComboBox(parent)
+    for key, text in MODES:
+        combo.addItem(text, key)
+    combo.setToolTip("When a call of this tool waits for a person to approve, edit or "
+                     "reject it before it runs")
+    combo.activated.connect(on_mode)
+    return combo
 MAX_PER_RUN, MAX_PER_TURN = 1_000_000, 1000
 
 
@@ -313,12 +325,7 @@ class ToolSettingsSection(CollapsibleSection):
         self._args: list[str] = []
         body = self.body
 
-        self.mode = QComboBox(body)
-        for key, text in MODES:
-            self.mode.addItem(text, key)
-        self.mode.setToolTip("When a call of this tool waits for a person to approve, edit or "
-                             "reject it before it runs")
-        self.mode.activated.connect(self._on_mode)
+        self.mode = mode_combo(body, self._on_mode)
         _narrow(self.mode)
         # The whole policy in words, as the tool previews say it.
         self.policy_text = label("", "muted", body)
