@@ -717,7 +717,12 @@ Files
 
 Run
   F5 — run; Shift+F5 — stop
-  Ctrl+J — open or fold the inspector"""
+  Ctrl+J — open or fold the inspector
+
+Debugging (a message held at a breakpoint)
+  Click left of a node's input — set or remove a breakpoint
+  F8 — continue; F10 — step to the next node
+  Shift+F8 — skip the message; Ctrl+F8 — continue all"""
 
 
 class _PropertiesPlaceholder(QWidget):
