@@ -155,6 +155,9 @@ class PinnedOutput:
         first = messages[0]
         if TOOL_DATA in first:
             return first[TOOL_DATA]
+        if self.rt.spec.has_tools_port:
+            # An agent used as a tool answers {"result": its answer}, pinned or not.
+            return {"result": get_path(first, "payload", None)}
         node = self.rt.node
         data = {}
         for o in self.rt.spec.results:

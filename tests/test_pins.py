@@ -333,3 +333,22 @@ def test_no_flow_without_pins_pays_for_them():
     done = asyncio.run(run(flow, use_pins=True))
     assert done.engine.pinned == []
     assert done.engine.nodes["a"].on_message == done.engine.nodes["a"].node.on_message
+
+
+async def test_a_pinned_agent_used_as_a_tool_answers_like_an_agent():
+    """Another agent's call of a pinned agent gets {"result": the pinned
+    answer}, the shape a running agent answers with."""
+    from tests.servers.flows import scripted
+
+    child = {"id": "child", "type": "ai.agent", "name": "Helper",
+             "params": scripted([{"text": "never asked"}])}
+    parent = scripted([{"tool_calls": [{"name": "helper", "arguments": {"task": "t"}}]},
+                       {"text": "{last_result}"}])
+    flow = agent_flow(parent, [child])
+    flow.node("child").pin = {"out": [{"payload": "The pinned report"}]}
+
+    result, events, _ = await run_agent_flow(flow, use_pins=True)
+    assert result.status == "ok", [e for e in events if e.type == "node.error"]
+    [final] = debug_of(events)
+    assert json.loads(final["payload"]) == {"result": "The pinned report"}
+    assert not [e for e in events if e.type == "llm.request" and e.agent == "child"]
