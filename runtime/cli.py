@@ -350,6 +350,8 @@ def _runs(args: argparse.Namespace) -> int:
         with runs.open_history(args) as history:
             plan = runs.plan_rerun(history, args.id, from_node=args.from_node, sets=args.set,
                                    call=args.call, args_json=args.args)
+            if getattr(args, "history", None):  # a shared history: the rerun lands here
+                plan.source = str(history.path)
     except runs.RunsError as exc:
         raise UsageError(str(exc)) from None
     for note in plan.notes:

@@ -61,6 +61,9 @@ class Rerun:
     notes: list[str] = field(default_factory=list)
     engine: Any = None
     outcome: Any = None  # the repeated call's ToolOutcome
+    #: The history the run came from when it is not this machine's (a
+    #: worker's shared one): the rerun is recorded here, apart from it.
+    source: str = ""
 
     def prepare(self, engine: Any) -> None:
         self.engine = engine
@@ -101,9 +104,14 @@ class Rerun:
                 f"{'s' if len(self.messages) != 1 else ''})" if self.from_node
                 else f", call {self.call['caller_id']} ({self.call['tool']})" if self.call
                 else "")
-        lines = [f"run {new}: rerun of {self.run_id}{what}; " + (
-            f"compare them with `switchboard runs diff {self.run_id} {new}`" if recorded
-            else "not recorded in history (--no-history)")]
+        if not recorded:
+            hint = "not recorded in history (--no-history)"
+        elif self.source:
+            hint = (f"it is in this machine's history, the run it repeats in {self.source} "
+                    f"(`switchboard runs show {self.run_id} --history {self.source}`)")
+        else:
+            hint = f"compare them with `switchboard runs diff {self.run_id} {new}`"
+        lines = [f"run {new}: rerun of {self.run_id}{what}; {hint}"]
         if self.call is None:
             return code, lines, ""
         o = self.outcome

@@ -470,6 +470,9 @@ def test_workers_record_their_runs_in_a_shared_history(r, env, procs, tmp_path):
     rerun = switchboard(["runs", "rerun", ids[0], "--history", str(shared)], env)
     assert rerun.returncode == 0, rerun.stderr
     assert json.loads(rerun.stdout)["value"] == "done"
+    # It says where each run is (a diff of the two would find only one).
+    assert f"runs show {ids[0]} --history {shared}" in rerun.stderr
+    assert "runs diff" not in rerun.stderr
     # Submitted without --wait: here only as queued, no events.
     local = {row["id"]: row for row in
              json.loads(switchboard(["runs", "list", "--json"], env).stdout)}
