@@ -145,9 +145,14 @@ def event_args(value: Any, limit: int = 4000, *, checked: bool = False) -> Any:
     return masked(value, limit)
 
 
+_SCALARS = frozenset((int, float, bool))
+
+
 def masked(value: Any, limit: int = 0, depth: int = MAX_ARG_DEPTH + 8) -> Any:
     """``to_jsonable`` with every string and key through ``redact``: what
     events and the agent's output may hold of an argument or a result."""
+    if value is None or type(value) in _SCALARS:  # a no-result tool's answer
+        return value
     if type(value) is dict:
         # Tool arguments and results are mostly one flat object of scalars:
         # that case in one loop (two events per tool call go through here).
