@@ -17,7 +17,6 @@ from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QMenu,
@@ -37,6 +36,7 @@ from .common import (
     COLORS,
     ROLE_COLORS,
     JsonTree,
+    call_tree_columns,
     color,
     fmt_duration,
     mono_font,
@@ -323,16 +323,7 @@ class AgentTree(QWidget):
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
         self.tree.setIndentation(22)
-        header = self.tree.header()
-        header.setStretchLastSection(False)
-        header.setMinimumSectionSize(60)
-        for col, mode in enumerate((QHeaderView.ResizeMode.Interactive,
-                                    QHeaderView.ResizeMode.Stretch,
-                                    QHeaderView.ResizeMode.Stretch,
-                                    QHeaderView.ResizeMode.ResizeToContents,
-                                    QHeaderView.ResizeMode.ResizeToContents)):
-            header.setSectionResizeMode(col, mode)
-        self.tree.setColumnWidth(0, 230)
+        call_tree_columns(self.tree, 230)
         self.tree.itemCollapsed.connect(lambda item: self._closed.add(item.data(0, KEY_ROLE)))
         self.tree.itemExpanded.connect(
             lambda item: self._closed.discard(item.data(0, KEY_ROLE)))

@@ -8,6 +8,7 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QColor, QFont, QFontDatabase, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
+    QHeaderView,
     QLabel,
     QMenu,
     QSplitter,
@@ -96,6 +97,22 @@ def copy_text(text: str) -> None:
     clipboard = QGuiApplication.clipboard()
     if clipboard is not None:
         clipboard.setText(text)
+
+
+def call_tree_columns(tree: QTreeWidget, first_width: int) -> None:
+    """A tool-call tree's five columns: the first sized by hand, the two in
+    the middle (arguments, result) sharing what the last two (status or
+    duration, id) leave, so no column hides past a scroll bar."""
+    header = tree.header()
+    header.setStretchLastSection(False)
+    header.setMinimumSectionSize(60)
+    for col, mode in enumerate((QHeaderView.ResizeMode.Interactive,
+                                QHeaderView.ResizeMode.Stretch,
+                                QHeaderView.ResizeMode.Stretch,
+                                QHeaderView.ResizeMode.ResizeToContents,
+                                QHeaderView.ResizeMode.ResizeToContents)):
+        header.setSectionResizeMode(col, mode)
+    tree.setColumnWidth(0, first_width)
 
 
 def hint_label(text: str) -> QLabel:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
-    QHeaderView,
     QMenu,
     QStackedWidget,
     QTreeWidget,
@@ -20,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from .common import (
     JsonTree,
+    call_tree_columns,
     color,
     fmt_duration,
     grey_rows,
@@ -81,16 +81,7 @@ class ToolsTab(QWidget):
         self.tree.setAlternatingRowColors(True)
         # Arguments and result share what the tool name, duration and id
         # leave, so no column hides past a scroll bar beside the canvas.
-        header = self.tree.header()
-        header.setStretchLastSection(False)
-        header.setMinimumSectionSize(60)
-        for col, mode in enumerate((QHeaderView.ResizeMode.Interactive,
-                                    QHeaderView.ResizeMode.Stretch,
-                                    QHeaderView.ResizeMode.Stretch,
-                                    QHeaderView.ResizeMode.ResizeToContents,
-                                    QHeaderView.ResizeMode.ResizeToContents)):
-            header.setSectionResizeMode(col, mode)
-        self.tree.setColumnWidth(0, 130)
+        call_tree_columns(self.tree, 130)
         self.tree.currentItemChanged.connect(self._current_changed)
         self.tree.itemClicked.connect(self._clicked)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
