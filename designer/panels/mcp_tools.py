@@ -43,7 +43,15 @@ from runtime.spec import ParamSpec, ParamType, ParamValue, Scope
 from .json_editor import mono_font
 from .panel_style import label, section
 from .param_editors import ParamRow
-from .tool_settings import MAX_PER_RUN, MAX_PER_TURN, MODES, RuleRow, mode_combo, policy_line
+from .tool_settings import (
+    MAX_PER_RUN,
+    MAX_PER_TURN,
+    MODES,
+    RuleRow,
+    edited_rules,
+    mode_combo,
+    policy_line,
+)
 
 TOOLS_PARAM = "tools"
 #: Table columns.
@@ -523,18 +531,10 @@ class McpToolsSection(QWidget):
         entry = self.entry(self._selected)
         if entry is None or row not in self.rule_rows:
             return
-        try:
-            rule = row.rule()
-        except ValueError as exc:
-            row.set_error(f"{exc}; not applied")
-            return
-        row.set_error("")
         policy = self._base_policy(entry)
-        index = self.rule_rows.index(row)
-        rules = list(policy.rules)
-        if index < len(rules) and rules[index] == rule:
+        rules = edited_rules(self.rule_rows, row, policy.rules)
+        if rules is None:
             return
-        rules[index:index + 1] = [rule]
         policy.rules = rules
         self._change(entry.name, f"Change an approval rule of {entry.name}",
                      approval=policy.model_dump(mode="json"))

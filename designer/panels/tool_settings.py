@@ -60,6 +60,24 @@ MODES = [("default", "Default"), ("never", "Never ask"), ("always", "Ask for eve
          ("rules", "Ask when a rule matches")]
 
 
+def edited_rules(rows: list[Any], row: Any, rules: list[Any]) -> list[Any] | None:
+    """``rules`` with the rule of ``row`` (one of ``rows``, in the same
+    order) in its place, or None when there is nothing to change: the row's
+    text is wrong (said on the row) or its rule is there already."""
+    try:
+        rule = row.rule()
+    except ValueError as exc:
+        row.set_error(f"{exc}; not applied")
+        return None
+    row.set_error("")
+    index = rows.index(row)
+    if index < len(rules) and rules[index] == rule:
+        return None
+    out = list(rules)
+    out[index:index + 1] = [rule]
+    return out
+
+
 def mode_combo(parent: QWidget, on_mode: Any) -> QComboBox:
     """The "Ask a person before a call" choice (MODES), calling ``on_mode``
     with the index a person picks."""
@@ -592,23 +610,11 @@ class ToolSettingsSection(CollapsibleSection):
     def _on_rule_edited(self, row: RuleRow) -> None:
         if row not in self.rule_rows:
             return
-        try:
-            rule = row.rule()
-        except ValueError as exc:
-            row.set_error(f"{exc}; not applied")
-            return
-        row.set_error("")
-        index = self.rule_rows.index(row)
         policy = self._base_policy()
-        if index < len(policy.rules) and policy.rules[index] == rule:
-            return
-        rules = list(policy.rules)
-        if index < len(rules):
-            rules[index] = rule
-        else:
-            rules.append(rule)
-        policy.rules = rules
-        self._push("Change an approval rule", approval=policy)
+        rules = edited_rules(self.rule_rows, row, policy.rules)
+        if rules is not None:
+            policy.rules = rules
+            self._push("Change an approval rule", approval=policy)
 
 
 def _narrow(combo: QComboBox) -> None:
