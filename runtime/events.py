@@ -384,10 +384,75 @@ def _adapter_of(cls: type) -> TypeAdapter[Any]:
 
 
 def parse_event(data: str | bytes | dict) -> Event:
-    """One JSON line (or dict) back into its typed event."""
+    """One JSON line (or dict) back into its typed event. Strict: an
+    unknown field or event type is an error (for events this version wrote;
+    what another version may have written goes through read_event)."""
     if isinstance(data, dict):
         return _any_event().validate_python(data)
     return _any_event().validate_json(data)
+
+
+#: Unknown (type, field) pairs already logged, so that a newer writer's
+#: stream logs each once, not once per event. Bounded: past the cap, the
+#: rest are dropped silently.
+_UNKNOWN_SEEN: set[tuple[str, str]] = set()
+_UNKNOWN_SEEN_CAP = 256
+
+
+def read_event(data: str | bytes | dict) -> Event | None:
+    """An event that another process wrote, maybe a newer Switchboard (a
+    worker's stream, the shared history, a run file): fields this version
+    does not know are left out, and an event type it does not know gives
+    None, each logged once. Anything else wrong (a bad value of a known
+    field, not JSON) is still a ValueError."""
+    from pydantic import ValidationError
+
+    if not isinstance(data, dict):
+        try:
+            return _any_event().validate_json(data)
+        except ValidationError as exc:
+            if not _forward(exc):
+                raise
+        import json
+
+        data = json.loads(data)
+        if not isinstance(data, dict):
+            raise ValueError(f"an event must be a JSON object, got {type(data).__name__}")
+    try:
+        return _any_event().validate_python(data)
+    except ValidationError as exc:
+        if not _forward(exc):
+            raise
+        kind = str(data.get("type", ""))
+        if any(e["type"] == "union_tag_invalid" for e in exc.errors()):
+            _note_unknown(kind, "")
+            return None
+        extra = {str(e["loc"][1]) for e in exc.errors() if len(e["loc"]) >= 2}
+        for name in sorted(extra):
+            _note_unknown(kind, name)
+        return _any_event().validate_python({k: v for k, v in data.items() if k not in extra})
+
+
+#: What a newer writer causes: an unknown field of a known event (pydantic
+#: names it one way for dataclasses, another for models) or an unknown type.
+_FORWARD_ERRORS = frozenset({"extra_forbidden", "unexpected_keyword_argument",
+                             "union_tag_invalid"})
+
+
+def _forward(exc: Any) -> bool:
+    """Whether every error is what a newer writer causes: an unknown field
+    of a known event or an unknown type."""
+    return all(e["type"] in _FORWARD_ERRORS for e in exc.errors())
+
+
+def _note_unknown(kind: str, name: str) -> None:
+    key = (kind[:100], name[:100])
+    if key in _UNKNOWN_SEEN or len(_UNKNOWN_SEEN) >= _UNKNOWN_SEEN_CAP:
+        return
+    _UNKNOWN_SEEN.add(key)
+    where = f"{key[0]!r} event's field {key[1]!r}" if name else f"event type {key[0]!r}"
+    log.info("reading events written by another version: the %s is not known to this "
+             "version and is left out", where)
 
 
 Subscriber = Callable[[Event], None]
@@ -514,4 +579,4 @@ def _unserialisable(event: Event, exc: Exception) -> str:
 
 def read_jsonl(path: str | Path) -> list[Event]:
     with open(path, encoding="utf-8") as fh:
-        return [parse_event(line) for line in fh if line.strip()]
+        return [e for line in fh if line.strip() and (e := read_event(line)) is not None]

@@ -29,6 +29,7 @@ tick, not one per event. WAL mode lets a reader list runs while a run writes.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sqlite3
 import time
@@ -36,8 +37,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .events import Event, MessageSent, RunFinished, RunReplay, RunStarted, Stats, parse_event
+from .events import Event, MessageSent, RunFinished, RunReplay, RunStarted, Stats, read_event
 from .paths import DATA_DIR_ENV, data_dir  # noqa: F401 - re-exported
+
+log = logging.getLogger(__name__)
 
 DB_NAME = "history.sqlite3"
 MAX_EVENTS = 200_000
@@ -152,7 +155,7 @@ class History:
             row = self._db.execute(f"SELECT data FROM events WHERE run_id=? ORDER BY seq {order} "
                                    "LIMIT 1", (run_id,)).fetchone()
             try:
-                out.append(parse_event(row[0]) if row else None)
+                out.append(read_event(row[0]) if row else None)
             except ValueError:
                 out.append(None)
         return out[0], out[1]
@@ -172,9 +175,12 @@ class History:
         out = []
         for (data,) in rows:
             try:
-                out.append(parse_event(data))
+                event = read_event(data)  # a newer version's fields and types left out
             except ValueError:
-                continue  # written by a newer version with an event type we do not know
+                log.warning("run %s: an event that cannot be read is left out", run_id)
+                continue
+            if event is not None:
+                out.append(event)
         return out
 
     # -- deleting -----------------------------------------------------------

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..events import Event, Log, parse_event
+from ..events import Event, Log, read_event
 from . import state
 
 log = logging.getLogger(__name__)
@@ -108,11 +108,12 @@ class StreamPublisher:
 
 def decode(data: str) -> tuple[Event | None, dict | None]:
     """A stream entry as (event, None) or, for a queue entry, (log event or
-    None, the entry)."""
+    None, the entry). An event type this version does not know (a newer
+    worker's) gives (None, None)."""
     obj = json.loads(data)
     kind = obj.get("type", "")
     if not kind.startswith("queue."):
-        return parse_event(obj), None
+        return read_event(obj), None  # a newer worker's fields and types left out
     text = obj.get("text", "")
     event = Log(run_id=obj.get("run_id", ""), level=obj.get("level", "info"), text=text,
                 ts=obj.get("ts", time.time())) if text else None

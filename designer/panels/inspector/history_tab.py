@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from runtime.cost import fmt_usd
 from runtime.cost import summary as cost_summary
-from runtime.events import RunFinished, parse_event
+from runtime.events import RunFinished, read_event
 
 from .common import COLORS, color, fmt_duration, hint_label
 from .diff_view import CompareDialog, origin_text
@@ -49,7 +49,7 @@ def run_costs(history: History, run_ids: list[str]) -> dict[str, RunFinished]:
                          (run_id,)).fetchone()
         if row and row[0] == "run.finished":
             try:
-                event = parse_event(row[1])
+                event = read_event(row[1])
             except ValueError:
                 continue
             if isinstance(event, RunFinished):
