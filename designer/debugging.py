@@ -66,7 +66,8 @@ class DebugSession(QObject):
 
             self.marks = CanvasMarks(scene)
             self.gutter = GutterFilter(scene, self.marks, self.toggle_node, self._wire_menu,
-                                       self._gutter_menu, scene.message.emit)
+                                       self._gutter_menu, scene.message.emit,
+                                       remove_wire=self.store.remove_wire)
             doc = self.document
             for sig in (doc.flow_reset, doc.node_added, doc.node_changed, doc.wire_added,
                         doc.wire_removed, doc.node_removed):

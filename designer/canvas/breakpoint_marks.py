@@ -5,9 +5,9 @@ around a node, or along a wire, where a message is held.
 Items of their own, laid over the editor's: a node's marks are its child
 items (they move with it), a wire's follow it from the scene's ``changed``
 signal. ``CanvasMarks`` keeps them in step with the window's breakpoints
-and held messages; ``GutterFilter`` takes the clicks in the gutter (and the
-right-click on a wire) before the scene's own handling, so the editor's
-scene and items know nothing of debugging."""
+and held messages; ``GutterFilter`` takes the clicks in the gutter and on a
+wire's dot (and the right-click on a wire) before the scene's own handling,
+so the editor's scene and items know nothing of debugging."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import shiboken6
-from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt
+from PySide6.QtCore import QEvent, QLineF, QObject, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
@@ -27,6 +27,10 @@ GUTTER_R = 5.0
 GUTTER_LEFT = -27.0  # what a click hits: from here to the port's own hit disc
 GUTTER_HALF_H = 8.0
 WIRE_AT = 0.72  # where on a wire its dot sits: past the middle (its message count's chip)
+WIRE_DOT_HIT = GUTTER_R + 3  # what a click on a wire's dot hits, around its centre
+GUTTER_HINT = ("Click to stop messages at this input (a breakpoint); "
+               "right-click for a conditional one")
+WIRE_DOT_HINT = "Click to remove this breakpoint; right-click to edit its condition"
 HALO_GAP = 7.0  # the halo's ring, outside the card and its ports
 
 
@@ -287,6 +291,15 @@ class CanvasMarks:
     def wire_mark(self, index: int) -> WireMark | None:
         return self._wires.get(index)
 
+    def wire_dot_at(self, pos: QPointF) -> int | None:
+        """The index of the wire whose breakpoint dot is under ``pos``, or
+        None (a wire that only glows, with no breakpoint, has no dot)."""
+        for index, mark in self._wires.items():
+            if mark.dot and _alive(mark.wire) and \
+                    QLineF(mark.dot_pos(), pos).length() <= WIRE_DOT_HIT:
+                return index
+        return None
+
     def _drop(self, items: list[Any]) -> None:
         for it in items:
             if it is not None and shiboken6.isValid(it):
@@ -298,17 +311,20 @@ class CanvasMarks:
 
 class GutterFilter(QObject):
     """Takes, before the scene: a left click in an input's gutter (toggle
-    its breakpoint), the mouse over one (the faint dot), and a right-click
-    on a wire (its breakpoint menu)."""
+    its breakpoint) or on a wire's dot (remove it), the mouse over either
+    (the faint dot, a hint in the status bar), and a right-click on a wire
+    (its breakpoint menu). A click elsewhere on a wire goes on to the scene,
+    which selects it."""
 
     def __init__(self, scene: Any, marks: CanvasMarks, toggle: Callable[[str], None],
                  wire_menu: Callable[[int, Any], None], gutter_menu: Callable[[str, Any], None],
-                 message: Callable[[str], None]) -> None:
+                 message: Callable[[str], None],
+                 remove_wire: Callable[[int], None] | None = None) -> None:
         super().__init__(scene)
         self.scene, self.marks = scene, marks
         self.toggle, self.wire_menu, self.gutter_menu = toggle, wire_menu, gutter_menu
-        self.message = message
-        self._hint = False
+        self.message, self.remove_wire = message, remove_wire
+        self._hint = ""
         scene.installEventFilter(self)
 
     def hit(self, pos: QPointF) -> tuple[NodeItem, Any] | tuple[None, None]:
@@ -320,10 +336,30 @@ class GutterFilter(QObject):
                 return item, port
         return None, None
 
+    def wire_dot(self, pos: QPointF) -> int | None:
+        """The wire whose dot a click at ``pos`` removes, or None. Checked
+        before the gutter: the dot is what the person sees under the
+        pointer, where the gutter is only a strip that may be near it."""
+        if self.remove_wire is None or getattr(self.scene, "overview", False) or \
+                self.scene.node_item_at(pos) is not None:
+            return None
+        return self.marks.wire_dot_at(pos)
+
+    def _set_hint(self, text: str) -> None:
+        if text != self._hint:
+            self._hint = text
+            self.message(text)
+
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
         kind = event.type()
         if kind == QEvent.Type.GraphicsSceneMousePress:
             if event.button() == Qt.MouseButton.LeftButton and self.scene.interaction is None:
+                index = self.wire_dot(event.scenePos())
+                if index is not None and self.remove_wire is not None:
+                    self.remove_wire(index)
+                    self._set_hint("")
+                    event.accept()
+                    return True
                 item, _port = self.hit(event.scenePos())
                 if item is not None:
                     self.toggle(item.node_id)
@@ -332,23 +368,25 @@ class GutterFilter(QObject):
                     return True
         elif kind == QEvent.Type.GraphicsSceneMouseMove:
             if event.buttons() == Qt.MouseButton.NoButton:
-                item, port = self.hit(event.scenePos())
+                pos = event.scenePos()
+                on_dot = self.wire_dot(pos) is not None
+                item, port = (None, None) if on_dot else self.hit(pos)
                 self.marks.hover(item, port)
-                if (item is not None) != self._hint:
-                    self._hint = item is not None
-                    self.message("Click to stop messages at this input (a breakpoint); "
-                                 "right-click for a conditional one" if item else "")
+                self._set_hint(WIRE_DOT_HINT if on_dot else GUTTER_HINT if item else "")
         elif kind == QEvent.Type.GraphicsSceneContextMenu:
             pos = event.scenePos()
-            item, _port = self.hit(pos)
-            if item is not None:
-                self.gutter_menu(item.node_id, event.screenPos())
-                event.accept()
-                return True
-            if self.scene.node_item_at(pos) is None:
-                wire = self.scene.wire_item_at(pos)
-                if wire is not None:
-                    self.wire_menu(self.scene.wire_index(wire), event.screenPos())
+            index = self.wire_dot(pos)
+            if index is None:
+                item, _port = self.hit(pos)
+                if item is not None:
+                    self.gutter_menu(item.node_id, event.screenPos())
                     event.accept()
                     return True
+                wire = self.scene.wire_item_at(pos) if self.scene.node_item_at(pos) is None \
+                    else None
+                index = self.scene.wire_index(wire) if wire is not None else None
+            if index is not None:
+                self.wire_menu(index, event.screenPos())
+                event.accept()
+                return True
         return False

@@ -10,10 +10,11 @@ import json
 from email import message_from_bytes
 
 import pytest
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtWidgets import QToolButton
 
-from designer.canvas.breakpoint_marks import GUTTER_X, input_ports
+from designer.canvas.breakpoint_marks import GUTTER_X, WIRE_AT, WIRE_DOT_HINT, input_ports
+from designer.canvas.items import NODE_W
 from designer.document import FlowDocument
 from runtime.flow import load_flow, parse_flow
 from runtime.registry import Registry
@@ -211,3 +212,67 @@ def test_a_breakpoint_set_while_the_flow_runs_and_pause_all(open_window, qtbot):
     window.run_session.stop()
     wait_done(qtbot, window)
     dbg.pause_all_action.setChecked(False)
+
+
+def chain(spacing: float):
+    """inject -> split -> debug, the last wire ``spacing`` long from card to card."""
+    return parse_flow({
+        "format": "switchboard.flow/1", "name": "Split",
+        "nodes": [
+            {"id": "src", "type": "core.inject", "position": [0, 0],
+             "params": {"payload": {"scope": "custom", "value": [1, 7, 9]}}},
+            {"id": "each", "type": "core.split", "position": [240, 0]},
+            {"id": "show", "type": "core.debug", "position": [240 + NODE_W + spacing, 0]}],
+        "wires": [{"from": ["src", "out"], "to": ["each", "in"]},
+                  {"from": ["each", "out"], "to": ["show", "in"]}]})
+
+
+def on_wire(window, index: int, at: float) -> QPoint:
+    """Where, in the viewport, the point ``at`` (0..1) along a wire is."""
+    path = debugging(window).marks.wire_mark(index).path()
+    window.view.centerOn(path.pointAtPercent(at))
+    return window.view.mapFromScene(path.pointAtPercent(at))
+
+
+def test_a_click_on_a_wire_dot_removes_its_breakpoint_a_click_beside_it_selects(
+        open_window, qtbot):
+    window = open_window(chain(spacing=240))
+    dbg = debugging(window)
+    dbg.store.set_wire(1, "msg.payload > 5")
+    stack = window.document.undo_stack
+    done = stack.count()
+    # Elsewhere on the wire: selected, as always; the breakpoint stays.
+    qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton,
+                     pos=on_wire(window, 1, 0.3))
+    assert window.scene.selected_wire_indices() == [1]
+    assert dbg.store.for_wire(1) is not None and dbg.marks.wire_mark(1).dot == "conditional"
+    # Over the dot, the status bar says what a click does.
+    dot = on_wire(window, 1, WIRE_AT)
+    qtbot.mouseMove(window.view.viewport(), dot)
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage() == WIRE_DOT_HINT, timeout=5000)
+    assert WIRE_DOT_HINT.startswith("Click to remove this breakpoint")
+    window.scene.clearSelection()
+    qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton, pos=dot)
+    assert dbg.store.for_wire(1) is None and dbg.marks.wire_mark(1) is None
+    assert window.scene.selected_wire_indices() == []  # the click went to the dot only
+    assert window.statusBar().currentMessage() == ""  # the hint no longer applies
+    # Breakpoints are the session's, not the flow's (as the wire menu's Remove
+    # Breakpoint): the click is no edit of the document and undo has nothing to do
+    # with it.
+    assert stack.count() == done and stack.isClean()
+    # With no dot there any more, a click there selects the wire.
+    qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton, pos=dot)
+    assert window.scene.selected_wire_indices() == [1] and dbg.store.for_wire(1) is None
+
+
+def test_a_wire_dot_in_the_target_gutter_is_removed_not_the_input_toggled(open_window, qtbot):
+    window = open_window(chain(spacing=72))  # the dot falls in the gutter of show's input
+    dbg = debugging(window)
+    dbg.store.set_wire(1)
+    dot = on_wire(window, 1, WIRE_AT)
+    assert dbg.gutter.hit(window.view.mapToScene(dot))[0] is window.scene.item_for_node("show")
+    qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton, pos=dot)
+    assert dbg.store.for_wire(1) is None and dbg.store.for_node("show") is None
+    # The dot gone, the gutter there is the input's again.
+    qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton, pos=dot)
+    assert dbg.store.for_node("show") is not None
