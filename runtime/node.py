@@ -613,6 +613,18 @@ class Node:
         a lost worker's run runs again, it asks the run's ledger."""
         return effect_once(self.id, what, parts)
 
+    @property
+    def replay_of(self) -> str:
+        """The run whose recorded messages this run replays (``runs rerun
+        --from`` or ``--call``, the designer's "Run from here"), else "".
+        A node whose counterpart belonged to that run (a webhook request
+        waiting for its answer) can then say what it would do instead of
+        failing. A whole rerun starts its sources anew: it replays nothing."""
+        engine = getattr(self._rt, "engine", None)
+        if not (getattr(engine, "from_node", "") or getattr(engine, "rerun_call", "")):
+            return ""
+        return getattr(engine, "rerun_of", "") or ""
+
     def log(self, text: str, level: str = "info") -> None:
         log.log(logging.getLevelName(level.upper()), "%s: %s", self.id, text)
         if self._rt is not None:

@@ -21,6 +21,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
+from runtime.arguments import event_args
 from runtime.message import Message, new_msgid
 from runtime.node import CUSTOM, DROP, MESSAGE, Node, NodeConfigError, Param, node
 
@@ -50,6 +51,9 @@ MAX_RESPONSE_HEADERS = 100
 #: Open connections allowed: twice max_pending, at least this many.
 MIN_CONNECTIONS = 64
 QUOTE_LIMIT = 200
+#: Characters of a body (and of a header value) shown when a rerun says
+#: what it would answer.
+SHOWN_BODY = 2000
 
 _ids = itertools.count(1)
 _prefix = os.urandom(3).hex()
@@ -501,7 +505,8 @@ def _quote(text: str) -> str:
 class HttpResponse(Node):
     """Answers the request that a Webhook trigger turned into this message:
     a status code, headers and a body (by default the payload: text as is,
-    anything else as JSON)."""
+    anything else as JSON). In a rerun from a node the request was the
+    original run's: it then says what it would answer, as debug output."""
 
     status = Param(int, "The HTTP status code", default=200, allow=CUSTOM | MESSAGE)
     headers = Param("json", "Response headers as an object, {\"Name\": \"value\"}", default={},
@@ -548,6 +553,10 @@ class HttpResponse(Node):
             _default_type(headers, "application/json")
         pending = self.run_resource(PENDING_KEY, dict)
         fut = pending.pop(rid, None)
+        if fut is None and self.replay_of:
+            # A replayed message: its request was the original run's.
+            self._would_answer(msg, status, headers, data)
+            return DROP
         if fut is None or fut.done():
             raise NodeConfigError(
                 "the request of this message is no longer waiting: it was answered already, "
@@ -555,6 +564,23 @@ class HttpResponse(Node):
                 "is stopping")
         fut.set_result(Reply(status, headers, data))
         return DROP
+
+    def _would_answer(self, msg: Message, status: int, headers: list[tuple[str, str]],
+                      data: bytes) -> None:
+        """In a rerun from a node, the reply this node would send, as its
+        debug output: ``runs show`` prints it and ``runs diff`` compares it,
+        so a changed status or body shows without a client to send it to.
+        Secrets are masked and long texts cut, as in every event."""
+        ctype = next((v for k, v in headers if k.lower() == "content-type"), "")
+        what = f"{status} {ctype}" if data else f"{status} (no body)"
+        text = data[:4 * SHOWN_BODY + 16].decode("utf-8", errors="replace")
+        self.debug({"note": f"rerun: would answer {what} (the original request was answered "
+                            f"in run {self.replay_of}; nothing is sent now)",
+                    "status": status,
+                    "headers": event_args(dict(headers), SHOWN_BODY),
+                    "body": event_args(text, SHOWN_BODY) if data else None,
+                    "bytes": len(data)}, msg)
+        self.show_status(f"rerun: would answer {status}", "blue", "done")
 
 
 def _default_type(headers: list[tuple[str, str]], ctype: str) -> None:
