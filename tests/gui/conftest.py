@@ -23,6 +23,30 @@ def _no_leaked_windows(qapp):
 
 
 @pytest.fixture(autouse=True)
+def _no_unexpected_message_box(monkeypatch):
+    """A QMessageBox nobody expected would block an offscreen test for ever
+    (its modal loop waits for a click that never comes), and CI with it.
+    Shown here, it is answered at once with its most careful button and the
+    test fails naming it. A test that expects one patches QMessageBox
+    itself (the ``dialogs`` fixture), which takes precedence."""
+    from PySide6.QtWidgets import QMessageBox
+
+    shown: list[str] = []
+
+    def guard(kind: str):
+        def show(parent, title, text, *args, **kwargs):
+            shown.append(f"QMessageBox.{kind}({title!r}, {str(text)[:300]!r})")
+            return (QMessageBox.StandardButton.Cancel if kind == "question"
+                    else QMessageBox.StandardButton.Ok)
+        return staticmethod(show)
+
+    for kind in ("question", "warning", "information", "critical"):
+        monkeypatch.setattr(QMessageBox, kind, guard(kind))
+    yield
+    assert not shown, f"the test showed a message box it did not expect: {shown}"
+
+
+@pytest.fixture(autouse=True)
 def _no_running_loop_left():
     """A window that ran a flow registered a qasync loop as this thread's
     running loop (designer.run_controller.qt_event_loop); left there, every
