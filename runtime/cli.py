@@ -318,14 +318,7 @@ def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approv
             print(str(problem), file=sys.stderr)
         return EXIT_BAD_INPUT
     guard = _RunGuard(engine, writer, recorder)
-    try:
-        result = asyncio.run(guard.run(args.timeout))
-    finally:
-        guard.disarm()
-        if writer:
-            writer.close()
-        if recorder is not None:
-            _close_recorder(recorder)
+    result = guard.run_to_end(guard.run(args.timeout))
     if result.message:
         print(f"switchboard: {result.message}", file=sys.stderr)
     elif handled and result.reason == "completed":
@@ -546,6 +539,19 @@ class _RunGuard:
         self._timer = threading.Timer(delay, self._hard_stop, (reason, message))
         self._timer.daemon = True
         self._timer.start()
+
+    def run_to_end(self, main: Any) -> Any:
+        """``asyncio.run(main)`` (a coroutine awaiting ``self.run``), then,
+        however it ended, the guard off and the events file and the history
+        closed."""
+        try:
+            return asyncio.run(main)
+        finally:
+            self.disarm()
+            if self.writer:
+                self.writer.close()
+            if self.recorder is not None:
+                _close_recorder(self.recorder)
 
     def disarm(self) -> None:
         if self._timer is not None:
@@ -773,14 +779,7 @@ def _mcp(args: argparse.Namespace) -> int:
             print(f"serving the tools of '{agent_id}' over MCP on stdio (an MCP client "
                   "starts this command; Ctrl+C to stop)", file=sys.stderr, flush=True)
     guard = _RunGuard(engine, writer, recorder)
-    try:
-        result = asyncio.run(mcp_serve.serve_run(tools, guard.run(None), serve, stop))
-    finally:
-        guard.disarm()
-        if writer:
-            writer.close()
-        if recorder is not None:
-            _close_recorder(recorder)
+    result = guard.run_to_end(mcp_serve.serve_run(tools, guard.run(None), serve, stop))
     if result.message:
         print(f"switchboard: {result.message}", file=sys.stderr)
     return exit_code(result.reason, result.in_flight, result.errors, guard.signal)
