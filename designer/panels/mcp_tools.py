@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -51,6 +50,7 @@ from .tool_settings import (
     edited_rules,
     mode_combo,
     policy_line,
+    rules_box,
 )
 
 TOOLS_PARAM = "tools"
@@ -357,18 +357,8 @@ class McpToolsSection(QWidget):
         add(self.mode)
         self.policy_text = label("", "muted", box)
         add(self.policy_text)
-        self.rules_box = QWidget(box)
-        rules = QVBoxLayout(self.rules_box)
-        rules.setContentsMargins(0, 0, 0, 0)
-        rules.setSpacing(6)
-        self.rules_layout = QVBoxLayout()
-        self.rules_layout.setSpacing(6)
-        rules.addLayout(self.rules_layout)
-        self.add_rule_button = QToolButton(self.rules_box)
-        self.add_rule_button.setObjectName("credentialsButton")
-        self.add_rule_button.setText("+ Add rule")
-        self.add_rule_button.clicked.connect(self._add_rule)
-        rules.addWidget(self.add_rule_button, 0, Qt.AlignmentFlag.AlignLeft)
+        self.rules_box, self.rules_layout, self.add_rule_button = rules_box(
+            box, self._add_rule, 6)
         add(self.rules_box)
         limits = QWidget(box)
         grid = QGridLayout(limits)

@@ -88,6 +88,27 @@ def mode_combo(parent: QWidget, on_mode: Any) -> QComboBox:
                      "reject it before it runs")
     combo.activated.connect(on_mode)
     return combo
+
+
+def rules_box(parent: QWidget, on_add: Any, spacing: int,
+              note: str = "") -> tuple[QWidget, QVBoxLayout, QToolButton]:
+    """The approval rules' editor: a box with ``note`` on top (if any), the
+    layout the rule rows go in, and "+ Add rule" (calling ``on_add``)."""
+    box = QWidget(parent)
+    outer = QVBoxLayout(box)
+    outer.setContentsMargins(0, 0, 0, 0)
+    outer.setSpacing(spacing)
+    rows = QVBoxLayout()
+    rows.setSpacing(spacing)
+    if note:
+        outer.addWidget(label(note, "muted", box))
+    outer.addLayout(rows)
+    button = QToolButton(box)
+    button.setObjectName("credentialsButton")
+    button.setText("+ Add rule")
+    button.clicked.connect(on_add)
+    outer.addWidget(button, 0, Qt.AlignmentFlag.AlignLeft)
+    return box, rows, button
 MAX_PER_RUN, MAX_PER_TURN = 1_000_000, 1000
 
 
@@ -350,20 +371,8 @@ class ToolSettingsSection(CollapsibleSection):
         self.add(self.policy_text)
         self.add(self._field("Ask a person before a call", self.mode))
 
-        self.rules_box = QWidget(body)
-        rules = QVBoxLayout(self.rules_box)
-        rules.setContentsMargins(0, 0, 0, 0)
-        rules.setSpacing(8)
-        self.rules_layout = QVBoxLayout()
-        self.rules_layout.setSpacing(8)
-        rules.addWidget(label("A call waits when any rule matches its arguments.", "muted",
-                              self.rules_box))
-        rules.addLayout(self.rules_layout)
-        self.add_rule_button = QToolButton(self.rules_box)
-        self.add_rule_button.setObjectName("credentialsButton")
-        self.add_rule_button.setText("+ Add rule")
-        self.add_rule_button.clicked.connect(self._add_rule)
-        rules.addWidget(self.add_rule_button, 0, Qt.AlignmentFlag.AlignLeft)
+        self.rules_box, self.rules_layout, self.add_rule_button = rules_box(
+            body, self._add_rule, 8, "A call waits when any rule matches its arguments.")
         self.add(self.rules_box)
 
         self.confirm_box = QWidget(body)
