@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QMenu,
     QSplitter,
+    QStackedWidget,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -122,6 +123,20 @@ def hint_label(text: str) -> QLabel:
     label.setAlignment(Qt.AlignmentFlag.AlignCenter)
     label.setStyleSheet(f"color: {COLORS['muted']}; padding: 16px;")
     return label
+
+
+def hint_or(owner: QWidget, hint: str, content: QWidget) -> tuple[QLabel, QStackedWidget]:
+    """A tab's two faces, filling ``owner``: the hint it shows while empty
+    (page 0, hint_label) and its content (page 1). Returns both: the tab
+    turns the page."""
+    empty = hint_label(hint)
+    stack = QStackedWidget()
+    stack.addWidget(empty)
+    stack.addWidget(content)
+    layout = QVBoxLayout(owner)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.addWidget(stack)
+    return empty, stack
 
 
 RERUN_CALL_TEXT = "Re-run This Call…"

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QSplitter, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
 
-from .common import COLORS, JsonTree, hint_label
+from .common import COLORS, JsonTree, hint_or
 
 if TYPE_CHECKING:
     from .context import InspectorContext
@@ -61,14 +61,8 @@ class MessagesTab(QWidget):
         body_layout.addWidget(self.note)
         body_layout.addWidget(split, 1)
 
-        self.empty = hint_label("Select a node or a wire on the canvas to see the last messages "
-                                "that went through it in this run.")
-        self.stack = QStackedWidget()
-        self.stack.addWidget(self.empty)
-        self.stack.addWidget(body)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.stack)
+        self.empty, self.stack = hint_or(self, "Select a node or a wire on the canvas to see the "
+                                         "last messages that went through it in this run.", body)
 
     def show_node(self, node_id: str | None) -> None:
         self.node_id, self.wire = node_id, None

@@ -20,14 +20,13 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QScrollArea,
     QSplitter,
-    QStackedWidget,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from ..json_editor import INVALID, JsonEditor, _same
-from .common import color, hint_label, preview
+from .common import color, hint_or, preview
 
 if TYPE_CHECKING:
     from runtime.debugger import Held
@@ -83,9 +82,11 @@ class PausedTab(QWidget):
         self.note.setWordWrap(True)
         self.note.setObjectName("PausedNote")
         self.editor = JsonEditor()
-        # Tall enough to fill the tab at a usual inspector height (a short
-        # message left most of it empty); the form scrolls past 24 lines.
-        self.editor.text_edit.min_lines, self.editor.text_edit.max_lines = 12, 24
+        # Tall enough that a short message does not leave the tab empty, short
+        # enough that the editor's "Valid JSON" line still shows above the
+        # buttons at the inspector's first height (12 lines hid it under the
+        # scroll); the form scrolls past 24 lines.
+        self.editor.text_edit.min_lines, self.editor.text_edit.max_lines = 8, 24
         self.editor.text_edit.refit()
         self.editor.value_changed.connect(lambda _v: self.error.hide())
         self.error = QLabel()
@@ -130,13 +131,7 @@ class PausedTab(QWidget):
         split.setChildrenCollapsible(False)
         self.list.setMinimumWidth(220)
 
-        self.empty = hint_label(EMPTY_HINT)
-        self.stack = QStackedWidget()
-        self.stack.addWidget(self.empty)
-        self.stack.addWidget(split)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.stack)
+        self.empty, self.stack = hint_or(self, EMPTY_HINT, split)
         # "waiting 12 s" keeps counting while the tab is on screen.
         self._clock = QTimer(self)
         self._clock.setInterval(1000)

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush
-from PySide6.QtWidgets import QStackedWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QWidget
 
 from runtime.flow import Problem
 
-from .common import color, fmt_seconds, hint_label
+from .common import color, fmt_seconds, hint_or
 
 if TYPE_CHECKING:
     from .context import InspectorContext
@@ -36,14 +36,9 @@ class ProblemsTab(QWidget):
             self.tree.setColumnWidth(col, width)
         self.tree.itemClicked.connect(self._clicked)
         self.tree.itemActivated.connect(self._clicked)
-        self.empty = hint_label("No problems. Validation problems and errors from runs show "
-                                "up here, each linked to its node.")
-        self.stack = QStackedWidget()
-        self.stack.addWidget(self.empty)
-        self.stack.addWidget(self.tree)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.stack)
+        self.empty, self.stack = hint_or(self, "No problems. Validation problems and errors "
+                                         "from runs show up here, each linked to its node.",
+                                         self.tree)
 
     def set_validation(self, problems: list[Problem]) -> None:
         self.validation = list(problems)

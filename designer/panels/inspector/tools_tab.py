@@ -10,10 +10,8 @@ from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
     QMenu,
-    QStackedWidget,
     QTreeWidget,
     QTreeWidgetItem,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -23,7 +21,7 @@ from .common import (
     color,
     fmt_duration,
     grey_rows,
-    hint_label,
+    hint_or,
     mono_font,
     preview,
     rerun_call_menu,
@@ -89,15 +87,9 @@ class ToolsTab(QWidget):
 
         self.detail = JsonTree()
         split, self.detail_title = tree_with_detail(self.tree, self.detail, (660, 440), (3, 2))
-        self.empty = hint_label("No tool calls yet. Wire a node to an agent's tools port and run "
-                                "the flow: each call the LLM makes is listed here with its "
-                                "arguments and result.")
-        self.stack = QStackedWidget()
-        self.stack.addWidget(self.empty)
-        self.stack.addWidget(split)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.stack)
+        self.empty, self.stack = hint_or(
+            self, "No tool calls yet. Wire a node to an agent's tools port and run the flow: "
+                  "each call the LLM makes is listed here with its arguments and result.", split)
 
     def reset(self) -> None:
         self.tree.clear()
