@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -405,16 +406,12 @@ def read_event(data: str | bytes | dict) -> Event | None:
     does not know are left out, and an event type it does not know gives
     None, each logged once. Anything else wrong (a bad value of a known
     field, not JSON) is still a ValueError."""
-    from pydantic import ValidationError
-
     if not isinstance(data, dict):
         try:
             return _any_event().validate_json(data)
         except ValidationError as exc:
             if not _forward(exc):
                 raise
-        import json
-
         data = json.loads(data)
         if not isinstance(data, dict):
             raise ValueError(f"an event must be a JSON object, got {type(data).__name__}")
@@ -571,8 +568,6 @@ def _unserialisable(event: Event, exc: Exception) -> str:
     try:
         return event.model_copy(update=update).model_dump_json()
     except Exception:  # noqa: BLE001 - the last resort must not fail
-        import json
-
         return json.dumps({"type": "log", "ts": event.ts, "run_id": event.run_id,
                            "level": "error", "text": f"a {event.type} event was lost: {note}"})
 
