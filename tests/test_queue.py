@@ -169,10 +169,14 @@ def write_flow(path: Path, name: str, nodes: list[dict], wires: list[tuple]) -> 
     return path
 
 
-def gate(path: Path, timeout: float = WAIT) -> dict:
+def gate(path: Path, timeout: float = WAIT, arrivals: Path | None = None) -> dict:
     """A core.python node that waits until ``path`` exists: where a test
-    holds a run mid-way, for as long as it needs."""
-    code = (f"import os, time\nwhile not os.path.exists({str(path)!r}):\n"
+    holds a run mid-way, for as long as it needs. With ``arrivals`` (a
+    folder), each message that reaches the gate first leaves a file there,
+    so that a test knows that everything before the gate is done."""
+    mark = (f"open(os.path.join({str(arrivals)!r}, f'{{os.getpid()}}-{{time.time_ns()}}'), "
+            "'w').close()\n" if arrivals is not None else "")
+    code = (f"import os, time\n{mark}while not os.path.exists({str(path)!r}):\n"
             "    time.sleep(0.05)\nreturn msg")
     return {"id": "gate", "type": "core.python",
             "params": {"code": fixed(code), "timeout_seconds": fixed(timeout)}}
@@ -347,12 +351,14 @@ def test_killed_worker_run_finishes_elsewhere_mail_sent_once(r, env, procs, tmp_
     smtp = SmtpServer().__enter__()
     try:
         open_gate = tmp_path / "go"
+        arrived = tmp_path / "arrived"
+        arrived.mkdir()
         port = free_port()
         flow = write_flow(tmp_path / "mail.flow.json", "Notify", [
             {"id": "hook", "type": "trigger.webhook",
              "params": {"path": fixed("/ship"), "port": fixed(port)}},
             mail_node(smtp, {"scope": "message", "path": "payload.subject"}),
-            gate(open_gate),
+            gate(open_gate, arrivals=arrived),
             {"id": "show", "type": "core.debug"}],
             [("hook", "mail"), ("mail", "gate"), ("gate", "show")])
         a = start_worker(procs, env)
@@ -367,8 +373,12 @@ def test_killed_worker_run_finishes_elsewhere_mail_sent_once(r, env, procs, tmp_
                                          headers={"Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=30) as resp:
                 ids.append(json.loads(resp.read())["run_id"])
-        # Both workers hold a run past its mail, waiting at the gate.
-        until(lambda: len(smtp.received) >= 2, "two mails")
+        # Both workers hold a run past its mail, waiting at the gate. (Past
+        # the mail node, not just past the SMTP server's receipt: killed in
+        # between, before the ledger's entry, a worker's mail would go out
+        # again, the window docs/queue.md states; this test kills outside it.)
+        until(lambda: len(smtp.received) >= 2 and len(list(arrived.iterdir())) >= 2,
+              "two runs at the gate, their mails sent")
         # (Each worker runs one at a time and prefetches nothing: so one of
         # them is in worker a.)
         a.kill()
