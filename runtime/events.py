@@ -118,7 +118,8 @@ class NodeStatus(Event):
     node: str
     text: str = ""
     color: Literal["grey", "blue", "green", "yellow", "red", ""] = ""
-    state: Literal["idle", "running", "done", "error"] = "idle"
+    # waiting: for a person (a tool call's approval, an Ask Human answer).
+    state: Literal["idle", "running", "waiting", "done", "error"] = "idle"
 
 
 @dataclass(slots=True, kw_only=True)

@@ -29,11 +29,12 @@ import time
 from collections import deque
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args, get_type_hints
 
 import grpc
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..events import NodeStatus
 from ..message import Message
 from ..node import DROP, Node, NodeConfigError, redact
 from ..paths import data_dir
@@ -57,6 +58,9 @@ MAX_SPECS = 1000
 MAX_PLUGINS = 200
 #: Files looked at to tell whether a plugin changed since its specs were cached.
 FINGERPRINT_FILES = 2000
+#: The colors and states a node.status event may hold (runtime.events.NodeStatus).
+STATUS_COLORS = frozenset(get_args(get_type_hints(NodeStatus)["color"]))
+STATUS_STATES = frozenset(get_args(get_type_hints(NodeStatus)["state"]))
 
 
 class PluginManifest(BaseModel):
@@ -519,8 +523,12 @@ class _Connection:
         elif kind == K.DEBUG:
             node.debug(data.get("value"), {"_msgid": str(data.get("msgid", ""))})
         elif kind == K.STATUS:
-            node.show_status(str(data.get("text", ""))[:500], str(data.get("color", ""))[:32],
-                             str(data.get("state", "idle"))[:32])
+            # A plugin may send any text; an event must hold only what every
+            # reader (a queue follower, the history) reads back.
+            color, state = str(data.get("color", "")), str(data.get("state", "idle"))
+            node.show_status(str(data.get("text", ""))[:500],
+                             color if color in STATUS_COLORS else "",
+                             state if state in STATUS_STATES else "idle")
         elif kind == K.LOG:
             level = str(data.get("level", "info")).lower()
             if level not in ("debug", "info", "warning", "error"):
