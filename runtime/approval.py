@@ -267,28 +267,38 @@ class TerminalApprover:
     """Asks on the controlling terminal (``--approve ask``), one call at a
     time; with no terminal, rejects saying how to decide instead."""
 
-    NO_TTY = ("approval needed, but there is no terminal to ask on; run with "
-              "--approve auto, --approve deny or --approve POLICY.json")
+    #: What the LLM (and the tool.decision event) reads for each such call;
+    #: how to decide without a terminal is said once, at the end of the run
+    #: (no_terminal_note).
+    NO_TTY = "approval needed, but there is no terminal to ask on; the call did not run"
 
     def __init__(self, tty_path: str = "/dev/tty") -> None:
         self.tty_path = tty_path
         self._lock = threading.Lock()
+        #: Per tool, the calls rejected because there was no terminal.
+        self.unasked: dict[str, int] = {}
+        self._count = threading.Lock()
 
     async def decide(self, request: ApprovalRequest) -> Decision:
         return await asyncio.to_thread(self._ask, request)
+
+    def _no_tty(self, req: ApprovalRequest) -> Decision:
+        with self._count:
+            self.unasked[req.tool] = self.unasked.get(req.tool, 0) + 1
+        return Decision(False, by="terminal", reason=self.NO_TTY)
 
     def _ask(self, req: ApprovalRequest) -> Decision:
         try:
             # Not "r+": a terminal is not seekable, which text mode "r+" needs.
             fd = os.open(self.tty_path, os.O_RDWR | os.O_NOCTTY)
         except OSError:
-            return Decision(False, by="terminal", reason=self.NO_TTY)
+            return self._no_tty(req)
         tty = open(fd, "r+b", buffering=0)  # noqa: SIM115 - closed by the with below
         tty = io.TextIOWrapper(tty, encoding="utf-8", errors="replace", line_buffering=True,
                                write_through=True)
         with self._lock, tty:
             if not tty.isatty():
-                return Decision(False, by="terminal", reason=self.NO_TTY)
+                return self._no_tty(req)
             w = tty.write
             w(f"\n--- approval needed: tool '{req.tool}' (agent {req.agent}, node {req.node})\n")
             w(f"    why: {req.reason}\n")
@@ -319,6 +329,23 @@ class TerminalApprover:
                             except ValueError:
                                 edited[key] = text
                     return Decision(True, by="terminal", args=edited)
+
+
+def no_terminal_note(approver: Any) -> str:
+    """The closing line of a run (``switchboard run``, ``mcp serve``) in which
+    calls needed approval and there was no terminal to ask on: said once per
+    run, naming the ways to decide without one; "" when nothing was refused
+    so."""
+    unasked = dict(getattr(approver, "unasked", None) or {})
+    if not unasked:
+        return ""
+    n = sum(unasked.values())
+    tools = ", ".join(sorted(unasked)[:5]) + (" ..." if len(unasked) > 5 else "")
+    return (f"{n} call{'s' if n != 1 else ''} of {tools} needed approval and did not run: "
+            "there is no terminal to ask on. To decide without one: --approve auto (approve "
+            "every call), --approve POLICY.json (its rules decide; "
+            "docs/tools.md#approval-policy-files), or set the tool's approval to never "
+            "('Ask a person before a call' on the tool node)")
 
 
 def approver_for(option: str) -> Approver:

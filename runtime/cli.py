@@ -265,6 +265,8 @@ def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approv
     out = sys.stdout
     names = _node_names(flow)
     catchers = _catchers(flow, names)
+    tool_agents = _tool_agents(flow, names)
+    calls: dict[str, int] = {}  # tool calls going on, per tool node
     handled = 0
 
     def who(node_id: str, name: str = "") -> str:
@@ -283,12 +285,20 @@ def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approv
                 # The flow handled it (a Catch node took the message): not a
                 # failure of the run, so not printed as one.
                 handled += 1
-                by = catchers.get(event.node) or ["a Catch node"]
+                if calls.get(event.node):  # a tool call's: its agent got the error
+                    agents = tool_agents.get(event.node) or ["its agent"]
+                    how = f"{' or '.join(agents)} got it as the tool's result"
+                else:
+                    how = f"caught by {', '.join(catchers.get(event.node) or ['the flow'])}"
                 print(f"handled: node {who(event.node, event.name)} failed: {event.message} "
-                      f"(caught by {', '.join(by)})", file=sys.stderr)
+                      f"({how})", file=sys.stderr)
             else:
                 print(f"error: node {who(event.node, event.name)}: {event.message}",
                       file=sys.stderr)
+        elif event.type == "tool.call":
+            calls[event.node] = calls.get(event.node, 0) + 1
+        elif event.type == "tool.result" and calls.get(event.node):
+            calls[event.node] -= 1
         elif event.type == "message.sent":
             print(f"trace: '{names.get(event.source, event.source)}' -> "
                   f"'{names.get(event.target, event.target)}' [{event.port}] "
@@ -327,7 +337,18 @@ def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approv
     elif result.reason == "timeout":
         print(f"switchboard: stopped after {args.timeout:g} s" + _unfinished(result.in_flight),
               file=sys.stderr)
+    _say_unasked(approver)
     return exit_code(result.reason, result.in_flight, result.errors, guard.signal)
+
+
+def _say_unasked(approver) -> None:
+    """Once per run: calls that needed approval had no terminal to ask on,
+    and how to decide without one."""
+    from runtime.approval import no_terminal_note
+
+    note = no_terminal_note(approver)
+    if note:
+        print(f"switchboard: {note}", file=sys.stderr)
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -408,6 +429,16 @@ def _catchers(flow, names: dict[str, str]) -> dict[str, list[str]]:
             watched = setting.value if setting is not None and setting.value else []
             if catch.id != fnode.id and (not watched or fnode.id in watched):
                 out.setdefault(fnode.id, []).append(f"'{names.get(catch.id, catch.id)}'")
+    return out
+
+
+def _tool_agents(flow, names: dict[str, str]) -> dict[str, list[str]]:
+    """For each tool node: the agents whose tools port it is wired to, quoted."""
+    out: dict[str, list[str]] = {}
+    for wire in flow.wires:
+        if wire.source[1] == "tools":
+            agent = wire.source[0]
+            out.setdefault(wire.target[0], []).append(f"agent '{names.get(agent, agent)}'")
     return out
 
 
@@ -782,6 +813,7 @@ def _mcp(args: argparse.Namespace) -> int:
     result = guard.run_to_end(mcp_serve.serve_run(tools, guard.run(None), serve, stop))
     if result.message:
         print(f"switchboard: {result.message}", file=sys.stderr)
+    _say_unasked(approver)
     return exit_code(result.reason, result.in_flight, result.errors, guard.signal)
 
 

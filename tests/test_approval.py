@@ -22,6 +22,7 @@ from runtime.approval import (
     approver_for,
     default_policy,
     looks_sensitive,
+    no_terminal_note,
 )
 
 OUTSIDE = Rule(arg="to", op="not_endswith", value="@ourcompany.com")
@@ -125,8 +126,16 @@ async def test_no_terminal_means_a_clear_rejection(tmp_path):
     assert not d.approved and "no terminal to ask on" in d.reason
     not_a_tty = tmp_path / "file"
     not_a_tty.write_text("")
-    d = await TerminalApprover(str(not_a_tty)).decide(request(to="x"))
-    assert not d.approved and "--approve auto" in d.reason
+    approver = TerminalApprover(str(not_a_tty))
+    d = await approver.decide(request(to="x"))
+    assert not d.approved and "no terminal to ask on" in d.reason
+    await approver.decide(request(to="y"))
+    # Counted per tool, for the run's one closing line.
+    assert approver.unasked == {"send_email": 2}
+    note = no_terminal_note(approver)
+    assert note.startswith("2 calls of send_email needed approval and did not run")
+    assert "--approve auto" in note and "--approve POLICY.json" in note
+    assert no_terminal_note(AutoApprover()) == ""
 
 
 class FakeUser:

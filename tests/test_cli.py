@@ -441,3 +441,73 @@ def test_what_a_node_logs_reaches_the_terminal(tmp_path):
     assert r.returncode == 0, r.stderr
     assert re.search(r"node 'Webhook' \(hook\): listening on http://127\.0\.0\.1:\d+/webhook",
                      r.stderr)
+
+
+# -- approval and tool errors, headless ------------------------------------------------------
+
+
+def mail_agent_flow(tmp_path: Path, calls: list[dict], mail: dict | None = None) -> str:
+    """Ask -> scripted agent -> Answer, Send Mail (outbox) on its tools port;
+    the agent makes ``calls`` in one turn, then answers."""
+    fixed = lambda v: {"scope": "custom", "value": v}  # noqa: E731
+    return write(tmp_path, {
+        "format": "switchboard.flow/1", "name": "Mail",
+        "nodes": [
+            {"id": "ask", "type": "core.inject", "params": {"payload": fixed("go")}},
+            {"id": "agent", "type": "ai.agent", "name": "Assistant", "params": {
+                "provider": fixed("scripted"),
+                "script": fixed([{"tool_calls": calls}, {"text": "Done: {last_result}"}])}},
+            {"id": "show", "type": "core.debug", "name": "Answer"},
+            {"id": "mail", "type": "mail.send", "name": "Send Mail", **(mail or {}),
+             "params": {"to": {"scope": "ai"}, "subject": {"scope": "ai"},
+                        "body": fixed("hello"), "delivery": fixed("outbox"),
+                        "outbox_dir": fixed(str(tmp_path / "outbox"))}}],
+        "wires": [{"from": ["ask", "out"], "to": ["agent", "in"]},
+                  {"from": ["agent", "out"], "to": ["show", "in"]},
+                  {"from": ["agent", "tools"], "to": ["mail", "in"]}]})
+
+
+def test_approval_without_a_terminal_says_the_way_out_once_per_run(tmp_path):
+    """No terminal (a new session, as in CI): each call that needs approval
+    is rejected, and the run's last line, once, names --approve auto,
+    --approve POLICY.json and the tool's approval setting."""
+    two = [{"name": "send_email", "arguments": {"to": f"{who}@example.com", "subject": "Hi"}}
+           for who in ("john", "eve")]
+    flow = mail_agent_flow(tmp_path, two)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "runtime.cli", "run", flow], capture_output=True,
+                       text=True, cwd=tmp_path, env=env, timeout=60, start_new_session=True,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "outbox").exists()  # neither ran
+    said = [line for line in r.stderr.splitlines() if "--approve" in line]
+    assert len(said) == 1, r.stderr
+    [line] = said
+    assert line == r.stderr.splitlines()[-1]
+    assert line.startswith("switchboard: 2 calls of send_email needed approval and did not "
+                           "run: there is no terminal to ask on.")
+    for way in ("--approve auto", "--approve POLICY.json", "docs/tools.md#approval-policy-files",
+                "approval to never"):
+        assert way in line
+    # Each call's rejection, as the agent read it, is short: the way out is
+    # the run's to say, not the LLM's.
+    [answer] = lines(r.stdout)
+    assert "approval needed, but there is no terminal to ask on" in answer["value"]
+    assert "--approve" not in answer["value"]
+    # With a way to decide, nothing is said.
+    auto = sb("run", flow, "--approve", "auto")
+    assert auto.returncode == 0 and "--approve" not in auto.stderr
+    assert len(list((tmp_path / "outbox").glob("*.eml"))) == 2
+
+
+def test_a_failed_tool_call_is_handled_by_its_agent_not_a_catch_node(tmp_path):
+    """A tool node's error goes back to the agent as the tool's result: the
+    CLI says so, and names no Catch node where the flow has none."""
+    bad = [{"name": "send_email", "arguments": {"to": "not an address", "subject": "Hi"}}]
+    flow = mail_agent_flow(tmp_path, bad, {"tool": {"approval": {"mode": "never"}}})
+    r = sb("run", flow)
+    assert r.returncode == 0, r.stderr
+    [line] = [x for x in r.stderr.splitlines() if x.startswith("handled:")]
+    assert line.startswith("handled: node 'Send Mail' (mail) failed: ")
+    assert line.endswith("(agent 'Assistant' got it as the tool's result)")
+    assert "Catch" not in r.stderr
