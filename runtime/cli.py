@@ -715,10 +715,15 @@ def _credentials(args: argparse.Namespace) -> int:
 
 
 def _tools(args: argparse.Namespace) -> int:
+    from runtime.node import NodeConfigError
     from runtime.tools import agent_tool_specs
 
     flow = _load(args.flow)
-    print(json.dumps(agent_tool_specs(flow), indent=2, ensure_ascii=False))
+    try:
+        specs = agent_tool_specs(flow)
+    except NodeConfigError as exc:  # a tool the flow's checks could not see (an MCP server's)
+        raise UsageError(f"{args.flow}: {exc}") from None
+    print(json.dumps(specs, indent=2, ensure_ascii=False))
     return EXIT_OK
 
 

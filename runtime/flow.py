@@ -600,6 +600,20 @@ def tool_name(spec: NodeSpec, fnode: FlowNode) -> str | None:
     return spec.tool.name
 
 
+#: What OpenAI (and most compatible servers) accept as a function name.
+TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def tool_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a tool's name (the name an LLM calls it by),
+    or None."""
+    if TOOL_NAME_RE.match(name):
+        return None
+    shown = json.dumps(name[:70] + ("…" if len(name) > 70 else ""), ensure_ascii=False)
+    return (f"tool name {shown} is not a name an LLM can call: use 1-64 letters, digits, "
+            "'_' or '-' (e.g. notify_ops)")
+
+
 def offered_tool_names(spec: NodeSpec, fnode: FlowNode, registry: Registry) -> list[str]:
     """The names a tool node offers an agent: its tool name, or one per tool
     for a node that offers several (its class's ``tool_entries``, an MCP
@@ -746,6 +760,10 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                 err(f"unknown output '{out_name}' for {spec.type}", fnode.id, f"outputs.{out_name}")
         if fnode.tool and spec.tool is None:
             err(f"{spec.type} declares no tool, so it cannot have a tool name", fnode.id, "tool")
+        elif fnode.tool and fnode.tool.name is not None:
+            why = tool_name_problem(fnode.tool.name)
+            if why:
+                err(why, fnode.id, "tool.name")
         if fnode.pin is not None:
             pin_bytes = _check_pin(fnode, spec, registry, pin_bytes, err)
         cls = registry.get(spec.type)

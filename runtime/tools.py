@@ -37,6 +37,7 @@ from .approval import ApprovalPolicy, ApprovalRequest, default_policy, people_of
 from .arguments import _parse, event_args, masked, preview, short
 from .cost import tool_cost
 from .events import NodeStatus, ToolApproval, ToolCall, ToolDecision, ToolResult, ToolStatus
+from .flow import TOOL_NAME_RE  # what OpenAI (and most compatible servers) accept
 from .message import (
     AGENT_NODE_ID,
     MESSAGE_TYPE,
@@ -62,8 +63,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: What OpenAI (and most compatible servers) accept as a function name.
-TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DEFAULT_TOOL_TIMEOUT = 60.0
 #: Most tool calls one LLM turn may make (the agent's max_tool_calls_per_turn).
 MAX_TOOL_CALLS_PER_TURN = 16

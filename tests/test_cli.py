@@ -511,3 +511,16 @@ def test_a_failed_tool_call_is_handled_by_its_agent_not_a_catch_node(tmp_path):
     assert line.startswith("handled: node 'Send Mail' (mail) failed: ")
     assert line.endswith("(agent 'Assistant' got it as the tool's result)")
     assert "Catch" not in r.stderr
+
+
+@pytest.mark.parametrize("command", ["validate", "tools", "run"])
+def test_a_tool_name_an_llm_cannot_call_is_refused_by_every_command(tmp_path, command):
+    """`validate` refuses it, naming the node and field, as `tools` and `run`
+    do: no command reaches an "internal error" on it."""
+    flow = mail_agent_flow(tmp_path, [], {"tool": {"name": "bad name!"}})
+    r = sb(command, flow)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines() == [
+        f"{flow}: node 'mail', tool.name: tool name \"bad name!\" is not a name an LLM can "
+        "call: use 1-64 letters, digits, '_' or '-' (e.g. notify_ops)"]
+    assert "internal error" not in r.stderr
