@@ -182,7 +182,7 @@ def look_for(doc, node_id: str) -> NodeLook:
     )
 
 
-RUN_COLORS = {"running": "running", "done": "done", "error": "error"}
+RUN_COLORS = {"running": "running", "done": "done", "error": "error", "warning": "warning"}
 
 
 class NodeItem(QGraphicsItem):
@@ -260,9 +260,12 @@ class NodeItem(QGraphicsItem):
         # Footer chips: what makes this node special for agents.
         x = 10.0
         if look.tool_name:
-            text = QStaticText(look.tool_name)
-            w = s.chip_fm.horizontalAdvance(look.tool_name) + 28
-            w = min(w, NODE_W - 20)
+            # A long tool name is cut with "…" inside its chip, never past the card.
+            name = s.chip_fm.elidedText(look.tool_name, Qt.TextElideMode.ElideRight,
+                                        NODE_W - 20 - 28)
+            text = QStaticText(name)
+            text.setTextFormat(Qt.TextFormat.PlainText)
+            w = s.chip_fm.horizontalAdvance(name) + 28
             self._chips.append(("tool", QRectF(x, self._footer_bottom - FOOTER_H + 4, w, 16),
                                 text))
             x += w + 6

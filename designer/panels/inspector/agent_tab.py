@@ -35,6 +35,7 @@ from runtime.cost import fmt_usd
 from .common import (
     COLORS,
     ROLE_COLORS,
+    ElidedLabel,
     JsonTree,
     call_tree_columns,
     color,
@@ -499,7 +500,7 @@ class AgentTab(QWidget):
         self.conversation = QComboBox()
         self.conversation.setMinimumWidth(140)
         self.conversation.currentIndexChanged.connect(self._show_current)
-        self.usage = QLabel()
+        self.usage = ElidedLabel()
         self.usage.setStyleSheet(f"color: {COLORS['muted']};")
         bar = QHBoxLayout()
         bar.setContentsMargins(8, 6, 8, 6)

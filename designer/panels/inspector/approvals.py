@@ -53,22 +53,35 @@ def fmt_left(seconds: float) -> str:
 
 
 # -- one argument ---------------------------------------------------------------
+def is_text_arg(schema: dict, value: Any) -> bool:
+    return schema.get("type") == "string" or ("type" not in schema and isinstance(value, str))
+
+
+def is_long(text: str) -> bool:
+    return "\n" in text or len(text) > LONG_TEXT
+
+
 class ArgField:
     """One argument of a call: its editor, and the error under it."""
 
-    def __init__(self, name: str, schema: dict, value: Any, given: bool) -> None:
+    def __init__(self, name: str, schema: dict, value: Any, given: bool,
+                 max_lines: int = 4) -> None:
         self.name = name
         self.schema = schema if isinstance(schema, dict) else {}
         self.original = value
         self.given = given
-        self.is_text = self.schema.get("type") == "string" or (
-            "type" not in self.schema and isinstance(value, str))
+        self.is_text = is_text_arg(self.schema, value)
         text = self._text(value) if given else ""
-        if self.is_text and ("\n" in text or len(text) > LONG_TEXT):
+        if self.is_text and is_long(text):
+            # A box of a few lines that scrolls: a 2,000-character body is
+            # read there, and the card keeps its buttons in view.
             self.editor: QLineEdit | QPlainTextEdit = QPlainTextEdit(text)
             self.editor.setTabChangesFocus(True)
-            lines = min(4, max(2, text.count("\n") + 1, len(text) // LONG_TEXT + 1))
-            self.editor.setFixedHeight(self.editor.fontMetrics().lineSpacing() * lines + 14)
+            lines = min(max_lines, max(2, text.count("\n") + 1, len(text) // LONG_TEXT + 1))
+            # Whole lines: the text's, the document's margins, the frame and padding.
+            margin = 2 * round(self.editor.document().documentMargin())
+            self.editor.setFixedHeight(self.editor.fontMetrics().lineSpacing() * lines
+                                       + margin + 8)
         else:
             self.editor = QLineEdit(text)
         self.editor.setObjectName(f"arg_{name}")
@@ -181,11 +194,17 @@ class ApprovalCard(Card):
         grid.setHorizontalSpacing(10)
         grid.setVerticalSpacing(3)
         grid.setColumnStretch(1, 1)
+        names = [n for n in names if n in req.args or n in req.confirm]  # else left out
+        # Several long texts (subject, body, recipients) get three lines
+        # each, so that the card with its buttons fits an open inspector.
+        long_ones = sum(1 for n in names if isinstance(req.args.get(n), str)
+                        and is_text_arg(props.get(n, {}) if isinstance(props.get(n), dict)
+                                        else {}, req.args[n]) and is_long(req.args[n]))
+        max_lines = 4 if long_ones <= 1 else 3
         row = 0
         for name in names:
-            if name not in req.args and name not in req.confirm:
-                continue  # left out by the agent and nobody asked to confirm it
-            f = ArgField(name, props.get(name, {}), req.args.get(name), name in req.args)
+            f = ArgField(name, props.get(name, {}), req.args.get(name), name in req.args,
+                         max_lines)
             self.fields[name] = f
             grid.addWidget(f.label, row, 0)
             grid.addWidget(f.editor, row, 1)
@@ -309,6 +328,38 @@ class ApprovalCard(Card):
         self.pending.reject(self.reject_reason.text())
 
 
+class ChoiceButton(QPushButton):
+    """An answer's button whose text wraps onto more lines, so that a long
+    choice never widens the column (a QPushButton's own text cannot wrap)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.label = QLabel(text, self)
+        self.label.setWordWrap(True)
+        self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        self.label.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.label.setObjectName("ChoiceText")
+        box = QVBoxLayout(self)
+        box.setContentsMargins(10, 4, 10, 4)
+        box.addWidget(self.label)
+
+    def text(self) -> str:
+        return self.label.text()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return self.layout().sizeHint()
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return self.layout().minimumSize()
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 - Qt override
+        return True
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt override
+        return self.layout().totalHeightForWidth(width)
+
+
 class QuestionCard(Card):
     """An agent's question: a button per choice, or a text to send."""
 
@@ -329,11 +380,15 @@ class QuestionCard(Card):
             grid = QGridLayout()
             grid.setContentsMargins(0, 2, 0, 0)
             grid.setSpacing(6)
+            # Three short choices a row; longer ones fewer, each wrapping
+            # onto more lines rather than widening the column.
+            longest = max(len(c) for c in pending.choices)
+            per_row = 3 if longest <= 16 else 2 if longest <= 32 else 1
             for i, choice in enumerate(pending.choices):
-                b = QPushButton(choice)
+                b = ChoiceButton(choice)
                 b.setToolTip(f"Answer “{choice}”")
                 b.clicked.connect(lambda _=False, c=choice: self.pending.answer(c))
-                grid.addWidget(b, i // 3, i % 3)
+                grid.addWidget(b, i // per_row, i % per_row)
                 self.choice_buttons.append(b)
             self.layout_.addLayout(grid)
         else:
@@ -437,9 +492,30 @@ class PersonCards(QWidget):
         self.stack.insertWidget(self.stack.count() - 1, card)
         self._update()
         self.timer.start()
-        QTimer.singleShot(0, lambda: self.scroll.ensureWidgetVisible(card) if
-                          pending.id in self._cards else None)
+        QTimer.singleShot(0, lambda: self.show_card(card) if pending.id in self._cards else None)
         self.attention.emit(what)
+
+    def show_card(self, card: Card) -> None:
+        """Scroll the column to ``card``: whole if it fits, else from its
+        title down (what is asked comes before the buttons)."""
+        bar = self.scroll.verticalScrollBar()
+        if card.height() + 2 * self.stack.spacing() > self.scroll.viewport().height():
+            bar.setValue(card.y() - self.stack.spacing())
+        else:
+            self.scroll.ensureWidgetVisible(card, 0, self.stack.spacing())
+
+    def wanted_height(self) -> int:
+        """The height that shows the header and the newest card whole."""
+        if not self._cards:
+            return 0
+        card = list(self._cards.values())[-1]
+        m = self.stack.contentsMargins()
+        width = max(CARDS_MIN_WIDTH, self.width() if self.isVisible() else CARDS_WIDTH)
+        width -= m.left() + m.right() + self.scroll.verticalScrollBar().sizeHint().width()
+        layout = card.layout()
+        height = (layout.totalHeightForWidth(width) if layout.hasHeightForWidth()
+                  else card.sizeHint().height())
+        return self.header.sizeHint().height() + m.top() + m.bottom() + height
 
     def remove(self, pending: PendingApproval | PendingQuestion) -> None:
         card = self._cards.pop(pending.id, None)

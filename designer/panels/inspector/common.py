@@ -5,14 +5,24 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QColor, QFont, QFontDatabase, QGuiApplication, QKeySequence
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import (
+    QAction,
+    QColor,
+    QFont,
+    QFontDatabase,
+    QGuiApplication,
+    QKeySequence,
+    QPainter,
+)
 from PySide6.QtWidgets import (
+    QHBoxLayout,
     QHeaderView,
     QLabel,
     QMenu,
     QSplitter,
     QStackedWidget,
+    QToolButton,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -137,6 +147,96 @@ def hint_or(owner: QWidget, hint: str, content: QWidget) -> tuple[QLabel, QStack
     layout.setContentsMargins(0, 0, 0, 0)
     layout.addWidget(stack)
     return empty, stack
+
+
+class ElidedLabel(QLabel):
+    """One line of plain text beside a tab's buttons (a file path, a
+    usage summary) that gives way when the inspector is narrow: whole when
+    it fits, else cut with "…" (in the middle, for a path) and whole in its
+    tooltip. Its minimum is a few characters, never the text's width, so a
+    long text cannot widen the window."""
+
+    def __init__(self, text: str = "", mode: Qt.TextElideMode = Qt.TextElideMode.ElideRight,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.mode = mode
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt's name
+        super().setText(text)
+        self._update_tip()
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        hint = super().minimumSizeHint()
+        return QSize(min(hint.width(), self.fontMetrics().horizontalAdvance("x" * 8)),
+                     hint.height())
+
+    def is_elided(self) -> bool:
+        return self.fontMetrics().horizontalAdvance(self.text()) > self.contentsRect().width()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._update_tip()
+
+    def _update_tip(self) -> None:
+        self.setToolTip(self.text() if self.is_elided() else "")
+
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+        rect = self.contentsRect()
+        text = self.fontMetrics().elidedText(self.text(), self.mode, rect.width())
+        painter = QPainter(self)
+        self.style().drawItemText(painter, rect, int(self.alignment()), self.palette(),
+                                  self.isEnabled(), text, self.foregroundRole())
+
+
+class ButtonRow(QWidget):
+    """Tool buttons side by side with their text beside their icons, that
+    give way when the row is narrow: then they show their icons alone (the
+    text stays in the tooltip), so the row never widens the window."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.row = QHBoxLayout(self)
+        self.row.setContentsMargins(0, 0, 0, 0)
+        self.row.setSpacing(6)
+        self._compact = False
+
+    def buttons(self) -> list[QToolButton]:
+        return [self.row.itemAt(i).widget() for i in range(self.row.count())
+                if isinstance(self.row.itemAt(i).widget(), QToolButton)]
+
+    def _width(self, style: Qt.ToolButtonStyle) -> int:
+        m, own = self.row.contentsMargins(), self.contentsMargins()
+        width = m.left() + m.right() + own.left() + own.right()
+        shown = [b for b in self.buttons() if not b.isHidden()]
+        for b in shown:
+            text = b.text() if style != Qt.ToolButtonStyle.ToolButtonIconOnly else ""
+            width += b.iconSize().width() + 14 + (
+                b.fontMetrics().horizontalAdvance(text) + 6 if text else 0)
+        return width + self.row.spacing() * max(0, len(shown) - 1)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        hint = super().minimumSizeHint()
+        return QSize(self._width(Qt.ToolButtonStyle.ToolButtonIconOnly), hint.height())
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return QSize(self._width(Qt.ToolButtonStyle.ToolButtonTextBesideIcon),
+                     super().sizeHint().height())
+
+    @property
+    def compact(self) -> bool:
+        return self._compact
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        compact = self.width() < self._width(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        if compact != self._compact:
+            self._compact = compact
+            style = (Qt.ToolButtonStyle.ToolButtonIconOnly if compact
+                     else Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+            for b in self.buttons():
+                b.setToolButtonStyle(style)
 
 
 RERUN_CALL_TEXT = "Re-run This Call…"

@@ -21,6 +21,7 @@ from .inspector import TOGGLE_SHORTCUT, Inspector
 HEIGHT_KEY = "inspector/height"
 QWIDGETSIZE_MAX = (1 << 24) - 1
 CARDS_HEIGHT = 380  # an open inspector holds an approval card's form at least this high
+CARDS_SHARE = 0.55  # and grows to show a whole card, up to this share of the window's height
 MIN_OPEN = 120  # an open inspector lower than this is no use; never remembered
 
 
@@ -139,9 +140,14 @@ class InspectorDock(QObject):
 
     def _card_came(self, what: str) -> None:
         self.open(by_run=True)
-        if self.window.height() and self.dock.height() < CARDS_HEIGHT:
-            # An approval card needs room for its form and buttons.
-            self.window.resizeDocks([self.dock], [CARDS_HEIGHT], Qt.Orientation.Vertical)
+        # An approval card needs room for its form and buttons: the whole
+        # card where the window allows, the canvas keeping the rest.
+        margins = self.dock.contentsMargins()
+        wanted = (self.inspector.strip_height() + self.inspector.cards.wanted_height()
+                  + margins.top() + margins.bottom())
+        height = max(CARDS_HEIGHT, min(wanted, int(self.window.height() * CARDS_SHARE)))
+        if self.window.height() and self.dock.height() < height:
+            self.window.resizeDocks([self.dock], [height], Qt.Orientation.Vertical)
         self.dock.raise_()
         QApplication.alert(self.window)  # the taskbar asks for attention if elsewhere
         self.window.statusBar().showMessage(what)

@@ -13,7 +13,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QPushButton,
     QStackedWidget,
     QTreeWidget,
@@ -26,7 +25,7 @@ from runtime.cost import fmt_usd
 from runtime.cost import summary as cost_summary
 from runtime.events import RunFinished, read_event
 
-from .common import COLORS, color, fmt_duration, hint_label
+from .common import COLORS, ElidedLabel, color, fmt_duration, hint_label
 from .diff_view import CompareDialog, origin_text
 
 if TYPE_CHECKING:
@@ -104,9 +103,11 @@ class HistoryTab(QWidget):
         self.delete_button.clicked.connect(self.delete_selected)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh)
-        self.where = QLabel()
+        # The history file: cut in the middle when the tab is narrow, whole
+        # in its tooltip (a long path must not widen the window).
+        self.where = ElidedLabel(mode=Qt.TextElideMode.ElideMiddle)
         self.where.setStyleSheet(f"color: {COLORS['muted']};")
-        self.where.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.where.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         bar = QHBoxLayout()
         bar.setContentsMargins(8, 6, 8, 6)
         bar.setSpacing(8)
@@ -114,8 +115,7 @@ class HistoryTab(QWidget):
         bar.addWidget(self.compare_button)
         bar.addWidget(self.delete_button)
         bar.addWidget(self.refresh_button)
-        bar.addStretch(1)
-        bar.addWidget(self.where)
+        bar.addWidget(self.where, 1)
         QShortcut(QKeySequence.StandardKey.Delete, self.tree, self.delete_selected,
                   context=Qt.ShortcutContext.WidgetShortcut)
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QHBoxLayout,
     QLabel,
     QListWidget,
     QListWidgetItem,
@@ -26,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..json_editor import INVALID, JsonEditor, _same
-from .common import color, hint_or, preview
+from .common import ButtonRow, color, hint_or, preview
 
 if TYPE_CHECKING:
     from runtime.debugger import Held
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
 
 HOLD_ROLE = Qt.ItemDataRole.UserRole + 40
 LINE_PREVIEW = 48  # characters of a held message's payload in the list
+MIN_LINES = 4  # the editor's fewest lines; below, the form scrolls
 EMPTY_HINT = ("Nothing is paused. To stop messages somewhere, click left of a node's input "
               "(a red dot appears), or right-click a node or a wire: Add Breakpoint. A "
               "breakpoint on a tool node stops the agent's calls to it, arguments and all.")
@@ -94,11 +94,13 @@ class PausedTab(QWidget):
         self.error.setWordWrap(True)
         self.error.hide()
 
-        self.buttons = QHBoxLayout()
-        self.buttons.setContentsMargins(0, 0, 0, 0)
-        self.buttons.setSpacing(6)
+        # Continue, Step, Skip ... Continue All, Pause All: icons alone when
+        # the tab is narrow (beside an approval card), never a wider window.
+        self.bar = ButtonRow()
+        self.bar.setContentsMargins(10, 0, 10, 0)
+        self.buttons = self.bar.row
 
-        form = QWidget()
+        form = self.form = QWidget()
         fl = QVBoxLayout(form)
         fl.setContentsMargins(10, 8, 10, 8)
         fl.setSpacing(4)
@@ -108,19 +110,20 @@ class PausedTab(QWidget):
         fl.addWidget(self.editor)
         fl.addWidget(self.error)
         fl.addStretch(1)
-        scroll = QScrollArea()
+        scroll = self.scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         scroll.setWidget(form)
+        # The editor is as tall as the tab allows, so that its "Valid JSON"
+        # line stays in view above the buttons; the form scrolls only when
+        # even its fewest lines do not fit.
+        scroll.viewport().installEventFilter(self)
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 6)
         rl.setSpacing(0)
         rl.addWidget(scroll, 1)
-        bar = QWidget()
-        bar.setLayout(self.buttons)
-        bar.setContentsMargins(10, 0, 10, 0)
-        rl.addWidget(bar)
+        rl.addWidget(self.bar)
 
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.list)
@@ -137,6 +140,30 @@ class PausedTab(QWidget):
         self._clock.setInterval(1000)
         self._clock.timeout.connect(self._tick)
         self._restyle()
+
+    def eventFilter(self, obj: Any, event: Any) -> bool:  # noqa: N802 - Qt override
+        if obj is self.scroll.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_editor()
+        return super().eventFilter(obj, event)
+
+    def _fit_editor(self) -> None:
+        """Give the editor the lines the visible form has left, between
+        MIN_LINES and 24."""
+        edit = self.editor.text_edit
+        used = self.form.layout().contentsMargins()
+        spacing = self.form.layout().spacing()
+        others = sum(w.sizeHint().height() if not w.hasHeightForWidth()
+                     else w.heightForWidth(self.form.width() - used.left() - used.right())
+                     for w in (self.title, self.why, self.note, self.error)
+                     if not w.isHidden())
+        status = self.editor.status.sizeHint().height() + self.editor.layout().spacing()
+        frame = edit.height() - edit.viewport().height() + 2 * edit.document().documentMargin()
+        room = (self.scroll.viewport().height() - used.top() - used.bottom() - others - status
+                - frame - 5 * spacing)
+        lines = max(MIN_LINES, min(24, int(room // edit.fontMetrics().lineSpacing())))
+        if (edit.min_lines, edit.max_lines) != (min(8, lines), lines):
+            edit.min_lines, edit.max_lines = min(8, lines), lines
+            edit.refit()
 
     # -- the window's actions as buttons -------------------------------------------
     def add_buttons(self, actions: list[Any], after_stretch: list[Any]) -> None:
@@ -241,6 +268,7 @@ class PausedTab(QWidget):
         self._refresh_why(h)
         self.editor.text_edit.setPlainText("")
         self.editor.set_value(self._shown_view)
+        self._fit_editor()
 
     def _refresh_why(self, h: Held) -> None:
         why = WHY.get(h.reason, h.reason)
