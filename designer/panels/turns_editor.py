@@ -100,7 +100,15 @@ class TurnsEditor(QWidget):
 
         self.table = QTableWidget(0, 3, self)
         self.table.setObjectName("turnsTable")
-        self.table.setHorizontalHeaderLabels(["#", "Reply", "Text or arguments (JSON)"])
+        # Titles that fit a properties dock of ~280 px (a longer one was cut
+        # at both ends); the tooltips say the rest.
+        self.table.setHorizontalHeaderLabels(["#", "Reply", "Text or arguments"])
+        for col, tip in ((_COL_TURN, "The turn: the agent's n-th request gets turn n"),
+                         (_COL_REPLY, "What the pretend model does: answer with text, or "
+                                      "call one of the agent's tools"),
+                         (_COL_CONTENT, "The text of the answer, or the call's arguments as "
+                                        "a JSON object")):
+            self.table.horizontalHeaderItem(col).setToolTip(tip)
         self.table.verticalHeader().hide()
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -114,6 +122,10 @@ class TurnsEditor(QWidget):
         header.setSectionResizeMode(_COL_REPLY, QHeaderView.ResizeMode.Interactive)
         header.setSectionResizeMode(_COL_CONTENT, QHeaderView.ResizeMode.Stretch)
         header.setHighlightSections(False)
+        # Too narrow, a title keeps its start and ends in "…" (centred, it
+        # was cut at both ends: "t or arguments (JSO").
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        header.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.table.setColumnWidth(_COL_TURN, 28)
         self.table.setColumnWidth(_COL_REPLY, 124)
         self.table.verticalHeader().setDefaultSectionSize(28)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
     QColor,
@@ -16,12 +16,16 @@ from PySide6.QtGui import (
     QPainter,
 )
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QMenu,
     QSplitter,
     QStackedWidget,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QToolButton,
     QTreeWidget,
     QTreeWidgetItem,
@@ -56,6 +60,8 @@ ROLE_COLORS = {
 }
 
 PREVIEW_CHARS = 160
+#: Characters of a text value the detail pane shows (wrapped, whole below this).
+DETAIL_CHARS = 20_000
 
 
 def color(name: str) -> QColor:
@@ -261,6 +267,85 @@ def rerun_call_menu(parent: QWidget, call: Any, model_status: str, rerun: Any) -
     return menu
 
 
+# -- wrapped rows -------------------------------------------------------------
+
+class WrapDelegate(QStyledItemDelegate):
+    """Rows as tall as their wrapped text in the columns ``columns`` (all
+    when None), up to ``max_lines`` lines (None: no bound), so a long value
+    reads whole where a one-line row would cut it with "…". A QTreeView
+    sizes its rows as if every column were endless; this measures the text
+    at the column's width, and ``follow_widths`` lays the rows out again
+    when a column or the view changes width."""
+
+    def __init__(self, view: QTreeWidget, columns: tuple[int, ...] | None = None,
+                 max_lines: int | None = None) -> None:
+        super().__init__(view)
+        self.view = view
+        self.columns = columns
+        self.max_lines = max_lines  # a row cut there ends its last line with "…"
+        view.setWordWrap(True)
+        view.setUniformRowHeights(False)
+        # A row taller than the view is scrolled through, not jumped over.
+        view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        view.setItemDelegate(self)
+        self._relayout = QTimer(view)
+        self._relayout.setSingleShot(True)
+        self._relayout.setInterval(0)
+        self._relayout.timeout.connect(view.doItemsLayout)
+        view.header().sectionResized.connect(lambda *_: self._relayout.start())
+        self._width = -1
+        view.viewport().installEventFilter(self)
+
+    def eventFilter(self, obj: Any, event: Any) -> bool:  # noqa: N802 - Qt override
+        if event.type() == event.Type.Resize and obj.width() != self._width:
+            self._width = obj.width()
+            self._relayout.start()
+        return False
+
+    def initStyleOption(self, option: QStyleOptionViewItem, index: Any) -> None:  # noqa: N802
+        super().initStyleOption(option, index)
+        if not self.max_lines:
+            # In a row of many lines, every column starts on the first (a
+            # row cut at max_lines stays centred: the style then ends its
+            # last whole line with "…" and shows no part of the next).
+            horizontal = option.displayAlignment & Qt.AlignmentFlag.AlignHorizontal_Mask
+            option.displayAlignment = horizontal | Qt.AlignmentFlag.AlignTop
+
+    def text_width(self, option: QStyleOptionViewItem, index: Any) -> int:
+        """The width the text of ``index`` has in its column."""
+        view = self.view
+        width = view.header().sectionSize(index.column())
+        if index.column() == view.header().logicalIndex(0):
+            depth, parent = 0, index.parent()
+            while parent.isValid():
+                depth, parent = depth + 1, parent.parent()
+            width -= view.indentation() * (depth + (1 if view.rootIsDecorated() else 0))
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        if not opt.icon.isNull():
+            width -= opt.decorationSize.width() + 4
+        margin = view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view)
+        return max(20, width - 2 * (margin + 1))
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: Any) -> QSize:  # noqa: N802
+        hint = super().sizeHint(option, index)
+        if self.columns is not None and index.column() not in self.columns:
+            return hint
+        text = index.data(Qt.ItemDataRole.DisplayRole)
+        if not isinstance(text, str) or not text:
+            return hint
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        metrics = opt.fontMetrics
+        flags = int(Qt.TextFlag.TextWordWrap) | int(Qt.AlignmentFlag.AlignLeft)
+        rect = metrics.boundingRect(QRect(0, 0, self.text_width(option, index), 1 << 20),
+                                    flags, text)
+        height = rect.height()
+        if self.max_lines:
+            height = min(height, metrics.lineSpacing() * self.max_lines)
+        return QSize(hint.width(), max(hint.height(), height + 4))
+
+
 # -- JSON trees ---------------------------------------------------------------
 
 VALUE_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -279,8 +364,10 @@ def fill_json_item(item: QTreeWidgetItem, key: str, value: Any, path: str, value
     elif isinstance(value, list):
         summary = f"[{len(value)}]  " + preview(value, 120) if value else "[]"
     else:
-        summary = preview(value, 400) if not isinstance(value, str) else \
-            json.dumps(value if len(value) <= 400 else value[:399] + "…", ensure_ascii=False)
+        # A text whole (wrapped by the tree's WrapDelegate), up to DETAIL_CHARS.
+        summary = preview(value, 400) if not isinstance(value, str) else json.dumps(
+            value if len(value) <= DETAIL_CHARS else value[:DETAIL_CHARS - 1] + "…",
+            ensure_ascii=False)
     item.setText(value_col, summary)
     item.setToolTip(value_col, preview(value, 1000))
     if font is not None:
@@ -322,8 +409,9 @@ class JsonTree(QTreeWidget):
         super().__init__(parent)
         self.setColumnCount(2)
         self.setHeaderLabels(["Key", "Value"])
-        self.setUniformRowHeights(True)
         self.setAlternatingRowColors(True)
+        # A long value wraps onto as many lines as it needs.
+        self.wrap = WrapDelegate(self, columns=(1,))
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._menu)
         self.itemExpanded.connect(lambda item: expand_json_item(item, 1, self._mono))

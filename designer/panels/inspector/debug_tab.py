@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from .common import (
     COLORS,
     JsonTree,
+    WrapDelegate,
     copy_text,
     fmt_seconds,
     grey_rows,
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from .context import InspectorContext
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 10
+LIST_LINES = 3  # lines of a value in the list
+LIST_CHARS = 600  # characters of it there (three lines of a wide list)
 ALL = ""
 
 
@@ -73,8 +76,10 @@ class DebugTab(QWidget):
         self.list = QTreeWidget()
         self.list.setHeaderLabels(["Time", "Node", "Value"])
         self.list.setRootIsDecorated(False)
-        self.list.setUniformRowHeights(True)
         self.list.setAlternatingRowColors(True)
+        # A value reads over up to three lines (an agent's answer, whole as
+        # a rule); the detail pane beside it shows all of it.
+        self.wrap = WrapDelegate(self.list, columns=(2,), max_lines=LIST_LINES)
         self.list.setColumnWidth(0, 80)
         self.list.setColumnWidth(1, 170)
         self.list.currentItemChanged.connect(self._current_changed)
@@ -122,7 +127,7 @@ class DebugTab(QWidget):
             self._add_node(entry.node)
             item = QTreeWidgetItem(self.list)
             item.setText(0, fmt_seconds(entry.t))
-            item.setText(2, preview(entry.value))
+            item.setText(2, preview(entry.value, LIST_CHARS))
             item.setFont(2, self._mono)
             item.setData(0, ENTRY_ROLE, entry)
             item.setHidden(bool(wanted) and entry.node != wanted)
