@@ -71,6 +71,47 @@ def alive(pid: int) -> bool:
     return True
 
 
+def processes_with(token: str) -> list[int]:
+    """Live processes (zombies do not count) whose command line or
+    environment holds ``token``, read from this machine's /proc. Scripts
+    may run in a PID namespace of their own, where os.getpid() is not the
+    pid the host sees; a token given to a worker (an environment variable
+    the node lists, an argument of a child) finds them wherever they are."""
+    needle = token.encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+            if state in (b"Z", b"X"):
+                continue
+            if needle in Path(f"/proc/{entry}/cmdline").read_bytes() or \
+                    needle in Path(f"/proc/{entry}/environ").read_bytes():
+                found.append(int(entry))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+@pytest.fixture
+def token(monkeypatch) -> str:
+    """A unique value in an environment variable the test's workers are
+    given (env_vars=WORKER_TOKEN_VAR): their processes carry it."""
+    value = f"sbtoken{os.urandom(8).hex()}"
+    monkeypatch.setenv(WORKER_TOKEN_VAR, value)
+    return value
+
+
+WORKER_TOKEN_VAR = "SB_TEST_WORKER_TOKEN"
+#: A global of the script that is new in each worker.
+WORKER_ID = ('global worker_id\n'
+             'try:\n'
+             '    worker_id\n'
+             'except NameError:\n'
+             '    worker_id = __import__("os").urandom(8).hex()\n')
+
+
 async def test_doubles_the_payload_in_a_worker_process():
     r, seen = await run_python('msg["payload"] = msg["payload"] * 2\n'
                                'import os\nmsg["pid"] = os.getpid()\nreturn msg', 21, 5)
@@ -143,20 +184,21 @@ async def test_a_runtime_error_names_the_line_and_the_run_goes_on():
     assert [m["payload"] for m in seen] == [2.0]  # the next message still ran
 
 
-async def test_an_endless_script_is_stopped_and_the_next_message_gets_a_new_worker():
-    code = ('import os\n'
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+async def test_an_endless_script_is_stopped_and_the_next_message_gets_a_new_worker(token):
+    code = (WORKER_ID +
             'if msg["payload"] == "spin":\n'
             '    while True:\n'
             '        pass\n'
-            'msg["pid"] = os.getpid()\n'
+            'msg["worker"] = worker_id\n'
             'return msg')
-    r, seen = await run_python(code, "a", "spin", "b", timeout_seconds=0.5)
+    r, seen = await run_python(code, "a", "spin", "b", timeout_seconds=0.5,
+                               env_vars=WORKER_TOKEN_VAR)
     assert errors(r) == ["the script did not finish within 0.5 s (timeout_seconds); its worker "
                          "was stopped, and the next message gets a new one"]
     assert [m["payload"] for m in seen] == ["a", "b"]
-    first, second = seen[0]["pid"], seen[1]["pid"]
-    assert first != second
-    assert not alive(first) and not alive(second)  # killed, reaped; the run's one closed
+    assert seen[0]["worker"] != seen[1]["worker"]
+    assert processes_with(token) == []  # killed, reaped; the run's one closed
 
 
 async def test_a_script_past_the_memory_cap_gets_a_memory_error_and_the_run_goes_on():
@@ -179,11 +221,13 @@ async def test_the_smallest_cap_still_leaves_the_script_its_megabytes():
     assert errors(r) == [] and [m["payload"] for m in seen] == [20 * 1024**2]
 
 
-async def test_the_worker_is_gone_after_the_run():
-    r, seen = await run_python('import os\nmsg["payload"] = os.getpid()\nreturn msg', 1)
-    pid = seen[0]["payload"]
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+async def test_the_worker_is_gone_after_the_run(token):
+    r, seen = await run_python(f'import os\nmsg["payload"] = os.environ[{WORKER_TOKEN_VAR!r}]\n'
+                               'return msg', 1, env_vars=WORKER_TOKEN_VAR)
+    assert seen[0]["payload"] == token  # the worker had the token
     assert r.node("py").worker_pid is None
-    assert not alive(pid)
+    assert processes_with(token) == []
 
 
 async def test_the_result_is_bounded_by_max_output_bytes():
@@ -208,22 +252,24 @@ async def test_a_message_that_is_not_json_is_refused_with_its_reason():
                          "not JSON serializable"]
 
 
-async def test_stopping_the_run_kills_a_running_script(tmp_path):
-    marker = tmp_path / "pid"
-    code = (f'import os\nopen({str(marker)!r}, "w").write(str(os.getpid()))\n'
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+async def test_stopping_the_run_kills_a_running_script(tmp_path, token):
+    marker = tmp_path / "running"
+    code = (f'open({str(marker)!r}, "w").write("yes")\n'
             'while True:\n    pass')
-    engine, _ = engine_for(python_flow(code, [{"payload": 1}], timeout_seconds=600), reg=REG)
+    engine, _ = engine_for(python_flow(code, [{"payload": 1}], timeout_seconds=600,
+                                       env_vars=WORKER_TOKEN_VAR), reg=REG)
     task = asyncio.create_task(engine.run())
     for _ in range(3000):  # a bounded wait for the script to be running: at most 30 s
         if marker.exists() and marker.read_text():
             break
         await asyncio.sleep(0.01)
-    pid = int(marker.read_text())
-    assert alive(pid)
+    assert marker.read_text() == "yes"
+    assert processes_with(token) != []
     engine.stop("test")
     result = await task
     assert result.reason == "interrupted"
-    assert not alive(pid)
+    assert processes_with(token) == []
 
 
 @pytest.mark.parametrize("param, value, why", [

@@ -7,7 +7,16 @@ worker speak JSON lines over the worker's stdin and stdout: the first line
 configures the worker (the script, the memory cap, the output bound), the
 worker answers whether the script compiled, then it answers one line per
 message. The worker imports nothing of Switchboard, so a script cannot reach
-the engine, other nodes or the run's secrets.
+the engine or other nodes.
+
+Nor the run's secrets or the credential store: the worker gets only the
+environment variables the node lists (``env_vars``), and on Linux it runs in
+bubblewrap (the data folder under an empty tmpfs, a PID namespace) or, where
+bubblewrap does not work, confines itself with Landlock; with neither the
+node refuses to start unless ``SWITCHBOARD_PYTHON_SANDBOX=off``. Whatever a
+script starts (setsid, a double fork, nohup) is killed with the worker, at a
+timeout and at the run's end: a PID namespace, or a supervisor that is a
+child subreaper. docs/decisions.md says what a script can and cannot reach.
 
 Bounds: a per-message time limit (past it the worker is killed; the next
 message starts a new one), a memory cap (``RLIMIT_AS``, set by the worker on
@@ -19,9 +28,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from runtime.message import MESSAGE_TYPE, TOOL_REQUEST, Message, new_msgid
@@ -38,6 +52,8 @@ from runtime.node import (
     node,
     run_in_thread,
 )
+from runtime.paths import data_dir
+from runtime.spec import Scope
 
 DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 86_400.0
@@ -56,6 +72,19 @@ PRINT_LIMIT = 64 * 1024
 #: Time a new worker has to start Python and compile the script; not part of
 #: the script's own timeout_seconds, so a slow machine never fails a message.
 STARTUP_TIMEOUT = 60.0
+#: How long a supervised worker has to kill what its script started and end
+#: before the host kills it outright.
+KILL_GRACE = 5.0
+#: The environment variables a worker gets unless the node lists others: what
+#: programs need to run and format, nothing that holds a secret.
+DEFAULT_ENV_VARS = "PATH HOME LANG LC_ALL LC_CTYPE TZ TMPDIR"
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_ENV_VARS = 100
+#: Which sandbox workers run in: auto (bubblewrap, else Landlock, else
+#: refuse), bwrap, landlock, or off (no file-system sandbox; set it only
+#: where you accept that scripts can read Switchboard's data folder).
+SANDBOX_ENV = "SWITCHBOARD_PYTHON_SANDBOX"
+SANDBOX_MODES = ("auto", "bwrap", "landlock", "off")
 
 # The worker program. It runs as ``python -I -c WORKER_SOURCE`` and imports
 # only the standard library; the host also executes it (as a module, so
@@ -231,6 +260,285 @@ def watch_parent(parent):
             os._exit(3)
 
 
+# -- Linux: the sandbox the worker puts itself in (Landlock) and the
+# supervisor that keeps every process a script starts in reach.
+
+PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+PR_SET_SECUREBITS = 28
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+# SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP, SECBIT_KEEP_CAPS and
+# SECBIT_NO_CAP_AMBIENT_RAISE, each with its _LOCKED bit: root gains nothing
+# back by exec.
+SECURE_BITS = 0xFF
+SYS_LANDLOCK_CREATE_RULESET = 444  # the same number on every architecture
+SYS_LANDLOCK_ADD_RULE = 445
+SYS_LANDLOCK_RESTRICT_SELF = 446
+
+
+def libc():
+    import ctypes
+
+    lib = ctypes.CDLL(None, use_errno=True)
+    lib.syscall.restype = ctypes.c_long
+    lib.prctl.restype = ctypes.c_int
+    return lib
+
+
+def os_error(what):
+    import ctypes
+
+    err = ctypes.get_errno()
+    return OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def prctl(lib, option, arg=0):
+    import ctypes
+
+    ulong = ctypes.c_ulong
+    if lib.prctl(ctypes.c_int(option), ulong(arg), ulong(0), ulong(0), ulong(0)) != 0:
+        raise os_error(f"prctl({option})")
+
+
+def landlock_abi(lib):
+    """The Landlock ABI version the kernel offers; 0: none."""
+    import ctypes
+
+    version = lib.syscall(ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
+                          ctypes.c_uint32(1))
+    return max(int(version), 0)
+
+
+def drop_capabilities(lib):
+    """No capability now or after an exec, even when Switchboard runs as
+    root: a capability (CAP_DAC_READ_SEARCH's open_by_handle_at, a raw
+    disk) would step around a rule on paths."""
+    import ctypes
+
+    with open("/proc/self/status") as fh:
+        status = dict(line.split(":", 1) for line in fh if ":" in line)
+    if int(status.get("CapEff", "0").strip(), 16) == 0 and \
+            int(status.get("CapPrm", "0").strip(), 16) == 0 and os.getuid() != 0:
+        return
+    prctl(lib, PR_SET_SECUREBITS, SECURE_BITS)
+    last = int(open("/proc/sys/kernel/cap_last_cap").read())
+    for cap in range(last + 1):
+        prctl(lib, PR_CAPBSET_DROP, cap)
+    try:
+        prctl(lib, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    except OSError:
+        pass  # a kernel without ambient capabilities has none to clear
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    header = Header(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3: two Data
+    data = (Data * 2)()
+    if lib.capset(ctypes.byref(header), data) != 0:
+        raise os_error("capset")
+
+
+def confine(denied):
+    """Landlock: everything stays as it was except the folders in
+    ``denied`` and what is in them, which cannot be opened, listed,
+    executed, written, created or removed, by any path (a link, /proc/self/
+    root) and by any process the script starts. Landlock only grants, so
+    each folder on the way to a denied one is left out and every other entry
+    in it is granted; a new entry there is out of reach as well. With ABI 6
+    the script can neither signal processes outside (its supervisor, the
+    host) nor reach their abstract UNIX sockets; with any ABI it cannot
+    ptrace them (nor so read /proc/<pid>/environ or mem)."""
+    import ctypes
+    import stat
+
+    lib = libc()
+    abi = landlock_abi(lib)
+    if abi < 1:
+        raise OSError("Landlock is not available in this kernel")
+    file_rights = 1 | 2 | 4  # EXECUTE, WRITE_FILE, READ_FILE
+    all_rights = (1 << 13) - 1  # ABI 1: those, READ_DIR and the REMOVE_/MAKE_ rights
+    if abi >= 2:
+        all_rights |= 1 << 13  # REFER
+    if abi >= 3:
+        all_rights |= 1 << 14  # TRUNCATE
+        file_rights |= 1 << 14
+    if abi >= 5:
+        all_rights |= 1 << 15  # IOCTL_DEV
+        file_rights |= 1 << 15
+
+    class Ruleset(ctypes.Structure):
+        _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64),
+                    ("scoped", ctypes.c_uint64)]
+
+    class Beneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
+
+    scoped = 1 | 2 if abi >= 6 else 0  # ABSTRACT_UNIX_SOCKET, SIGNAL
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    attr = Ruleset(all_rights, 0, scoped)
+    ruleset = lib.syscall(ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), ctypes.byref(attr),
+                          ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise os_error("landlock_create_ruleset")
+    try:
+        denied = [os.path.realpath(d) for d in denied]
+
+        def inside(path, folder):
+            return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+        on_the_way = set()
+        for folder in denied:
+            path = folder
+            while True:
+                on_the_way.add(path)
+                parent = os.path.dirname(path)
+                if parent == path:
+                    break
+                path = parent
+        for folder in sorted(on_the_way):
+            if any(inside(folder, d) for d in denied):
+                continue
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                path = os.path.join(folder, name)
+                if path in on_the_way:
+                    continue
+                try:
+                    fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+                except OSError:
+                    continue
+                try:
+                    mode = os.fstat(fd).st_mode
+                    if stat.S_ISLNK(mode):
+                        continue  # its target is granted, or not, where it is
+                    rule = Beneath(all_rights if stat.S_ISDIR(mode) else file_rights, fd)
+                    if lib.syscall(ctypes.c_long(SYS_LANDLOCK_ADD_RULE), ctypes.c_int(ruleset),
+                                   ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)):
+                        raise os_error(f"landlock_add_rule({path})")
+                finally:
+                    os.close(fd)
+        prctl(lib, PR_SET_NO_NEW_PRIVS, 1)
+        drop_capabilities(lib)
+        if lib.syscall(ctypes.c_long(SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_int(ruleset),
+                       ctypes.c_uint32(0)):
+            raise os_error("landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def children_of(pid):
+    """Process ids whose parent is ``pid`` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def kill_descendants():
+    """SIGKILL every process below this one and reap it. This process is a
+    child subreaper, so whatever a script started and left (setsid, a double
+    fork, nohup) is its child by the time its own parent is gone; the loop
+    ends when no child at all is left."""
+    import signal
+    import time
+
+    me = os.getpid()
+    while True:
+        for pid in children_of(me):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        reaped = False
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                break
+            reaped = True
+        if not reaped:
+            time.sleep(0.005)
+
+
+def supervise():
+    """The worker process on Linux without bubblewrap: a child subreaper
+    that forks the real worker, then waits. SIGTERM (the host: timeout, run
+    end), the worker's end or the host's disappearance make it kill every
+    process below it, then end with the worker's exit code."""
+    import signal
+
+    lib = libc()
+    prctl(lib, PR_SET_CHILD_SUBREAPER, 1)
+    parent = os.getppid()
+    watched = {signal.SIGCHLD, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, watched)
+    me = os.getpid()
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, set())
+            prctl(lib, PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != me:
+                os._exit(3)
+            main()
+            code = 0
+        finally:
+            os._exit(code)
+    # The worker holds the pipes; this process keeps none of them open.
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    code = 0
+    while True:
+        info = signal.sigtimedwait(watched, 0.5)
+        if info is None:
+            if os.getppid() != parent:
+                break
+            continue
+        if info.si_signo == signal.SIGTERM:
+            break
+        done = False
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                done = True
+                break
+            if pid == 0:
+                break
+            if pid == child:
+                code = os.waitstatus_to_exitcode(status)
+                done = True
+        if done:
+            break
+    kill_descendants()
+    os._exit(code if code >= 0 else 128 - code)
+
+
 def main():
     import threading
 
@@ -251,6 +559,12 @@ def main():
         out.flush()
 
     config = json.loads(stdin.readline())
+    if config.get("confine"):
+        try:
+            confine(config["confine"])
+        except Exception as exc:  # never run a script outside the sandbox it was meant for
+            answer({"ready": False, "sandbox_error": f"{type(exc).__name__}: {exc}"})
+            return
     capped = set_memory_cap(config["memory_mb"])
     fn, problem = compile_script(config["code"])
     answer({"ready": fn is not None, "error": problem, "capped": capped, "pid": os.getpid()})
@@ -270,7 +584,10 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["supervise"]:
+        supervise()
+    else:
+        main()
 '''
 
 _worker_ns: dict[str, Any] | None = None
@@ -303,13 +620,175 @@ class WorkerGone(Exception):
     pass
 
 
+class SandboxUnavailable(NodeConfigError):
+    """No sandbox a script may run in works here; the text says what to
+    install."""
+
+
+# -- the sandbox ------------------------------------------------------------
+#
+# A script must not reach the run's secrets or the credential store, so its
+# worker starts with only the environment variables the node lists, and on
+# Linux out of reach of Switchboard's data folder: in bubblewrap (its own
+# mount and PID namespaces: the data folder under an empty tmpfs, a /proc
+# that shows only the sandbox) or, without a working bubblewrap, under
+# Landlock (docs/decisions.md, "What a Python script can reach").
+
+@dataclass(frozen=True)
+class Sandbox:
+    kind: str  # "bwrap", "landlock" or "off"
+    #: argv before the worker's python (bubblewrap and its options)
+    prefix: tuple[str, ...] = ()
+    #: folders the script cannot reach
+    hidden: tuple[str, ...] = ()
+    #: the worker is a supervisor (child subreaper) that forks the real one
+    supervised: bool = False
+
+
+_probes: dict[tuple[str, ...], str | None] = {}
+_probe_lock = threading.Lock()
+_landlock: int | None = None
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0: none, or not Linux)."""
+    global _landlock
+    if _landlock is None:
+        version = 0
+        if sys.platform.startswith("linux"):
+            try:
+                version = _worker_module()["landlock_abi"](_worker_module()["libc"]())
+            except (OSError, AttributeError):
+                version = 0
+        _landlock = version
+    return _landlock
+
+
+def _hidden_folders(runtime_dirs: bool) -> tuple[str, ...]:
+    """Real paths of the data folder (made if missing, so that what is
+    stored there later is hidden too) and, for bubblewrap, of the user's
+    runtime folder (the D-Bus session bus a keyring answers on)."""
+    folder = data_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SandboxUnavailable(f"the data folder {folder} cannot be made, so it cannot be "
+                                 f"hidden from scripts: {exc.strerror or exc}") from None
+    found = [os.path.realpath(folder)]
+    if runtime_dirs and hasattr(os, "getuid"):
+        for candidate in (os.environ.get("XDG_RUNTIME_DIR"), f"/run/user/{os.getuid()}"):
+            if candidate and os.path.isdir(candidate):
+                found.append(os.path.realpath(candidate))
+    kept: list[str] = []
+    for path in sorted(set(found)):  # a folder inside another hidden one needs no mount
+        if not any(path == k or path.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(path)
+    return tuple(kept)
+
+
+def _bwrap_prefix(bwrap: str, hidden: tuple[str, ...]) -> list[str]:
+    argv = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--new-session",
+            "--cap-drop", "ALL", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for folder in hidden:
+        argv += ["--tmpfs", folder]
+    return argv + ["--"]
+
+
+def _bwrap_problem(bwrap: str) -> str | None:
+    """Why bubblewrap cannot run a worker here (None: it can). Tried once
+    per process with the worker's own options."""
+    probe = tuple(_bwrap_prefix(bwrap, (os.path.realpath(tempfile.gettempdir()),)))
+    with _probe_lock:
+        if probe not in _probes:
+            try:
+                done = subprocess.run([*probe, sys.executable, "-I", "-S", "-c", ""],
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, timeout=STARTUP_TIMEOUT,
+                                      env=_scrubbed_env([]))
+                why = None if done.returncode == 0 else \
+                    (done.stderr.decode(errors="replace").strip()[:300]
+                     or f"exit code {done.returncode}")
+            except (OSError, subprocess.SubprocessError) as exc:
+                why = str(exc)[:300]
+            _probes[probe] = why
+        return _probes[probe]
+
+
+def sandbox() -> Sandbox:
+    """The sandbox a new worker runs in, by ``$SWITCHBOARD_PYTHON_SANDBOX``
+    (auto: bubblewrap, else Landlock, else refuse)."""
+    raw = os.environ.get(SANDBOX_ENV, "")
+    mode = raw.strip().lower() or "auto"
+    if mode not in SANDBOX_MODES:
+        raise SandboxUnavailable(f"{SANDBOX_ENV}={raw!r} is not one of "
+                                 f"{', '.join(SANDBOX_MODES)}")
+    linux = sys.platform.startswith("linux")
+    if mode == "off":
+        return Sandbox("off", supervised=linux)
+    reasons = []
+    if mode in ("auto", "bwrap"):
+        bwrap = shutil.which("bwrap") if linux else None
+        why = "bubblewrap (bwrap) is not installed" if bwrap is None else _bwrap_problem(bwrap)
+        if why is None and bwrap is not None:
+            hidden = _hidden_folders(runtime_dirs=True)
+            return Sandbox("bwrap", tuple(_bwrap_prefix(bwrap, hidden)), hidden)
+        reasons.append(why if bwrap is None else f"bubblewrap does not work here: {why}")
+    if mode in ("auto", "landlock"):
+        if landlock_abi() >= 1:
+            return Sandbox("landlock", (), _hidden_folders(runtime_dirs=False), supervised=True)
+        reasons.append("this kernel has no Landlock" if linux else
+                       "bubblewrap and Landlock are Linux's and this is not Linux")
+    wanted = {"auto": "a sandbox", "bwrap": "bubblewrap", "landlock": "Landlock"}[mode]
+    fix = ("Install bubblewrap (Debian, Ubuntu: apt install bubblewrap; Fedora: dnf install "
+           "bubblewrap) or use a Linux kernel with Landlock; or, w" if linux else "W")
+    raise SandboxUnavailable(
+        f"the Python node runs scripts in {wanted}, and none works here ({'; '.join(reasons)}). "
+        f"{fix}here you accept that scripts can read Switchboard's data folder (credentials, run "
+        f"history), set {SANDBOX_ENV}=off before starting Switchboard")
+
+
+def env_var_names(value: Any) -> list[str]:
+    """The names in the node's env_vars setting (spaces or commas between)."""
+    if value is None:
+        return []
+    if not isinstance(value, str):
+        raise NodeConfigError("env_vars: expected variable names separated by spaces or commas")
+    names = [n for n in re.split(r"[\s,]+", value) if n]
+    for name in names:
+        if not ENV_NAME.match(name):
+            shown = name if len(name) <= 60 else name[:60] + "…"
+            raise NodeConfigError(f"env_vars: {shown!r} is not an environment variable name "
+                                  "(letters, digits and _, not starting with a digit)")
+    names = list(dict.fromkeys(names))
+    if len(names) > MAX_ENV_VARS:
+        raise NodeConfigError(f"env_vars: {len(names)} names, more than {MAX_ENV_VARS}")
+    return names
+
+
+def _scrubbed_env(names: list[str]) -> dict[str, str]:
+    """The worker's whole environment: the listed variables that are set,
+    nothing else of Switchboard's (API keys, passwords a flow names by
+    {"env": ...})."""
+    env = {name: os.environ[name] for name in names if name in os.environ}
+    # One malloc arena: glibc reserves 64 MB of address space for each
+    # thread's own arena, which the cap (RLIMIT_AS) would count as used.
+    env["MALLOC_ARENA_MAX"] = os.environ.get("MALLOC_ARENA_MAX", "1")
+    if os.name == "nt" and "SYSTEMROOT" in os.environ:  # Python cannot start without it
+        env.setdefault("SYSTEMROOT", os.environ["SYSTEMROOT"])
+    return env
+
+
 class ScriptWorker:
     """One worker process and its pipes. Every method that reads or writes a
     pipe blocks: the node calls them in a thread, under a timeout."""
 
-    def __init__(self, code: str, memory_mb: int, max_output: int) -> None:
+    def __init__(self, code: str, memory_mb: int, max_output: int, *,
+                 env_vars: list[str] | None = None, box: Sandbox | None = None) -> None:
+        box = box if box is not None else sandbox()
+        self.sandbox = box
         self.config = {"code": code, "memory_mb": memory_mb, "max_output": max_output,
-                       "print_limit": PRINT_LIMIT}
+                       "print_limit": PRINT_LIMIT,
+                       "confine": list(box.hidden) if box.kind == "landlock" else None}
         # Longest answer line: the result, the prints (JSON may write a
         # character as 6 bytes) and the envelope.
         self.line_limit = max_output + 6 * PRINT_LIMIT + 4096
@@ -320,12 +799,13 @@ class ScriptWorker:
             kwargs["start_new_session"] = True  # its own group: killed with its children
         elif os.name == "nt":
             kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
-        # One malloc arena: glibc reserves 64 MB of address space for each
-        # thread's own arena, which the cap (RLIMIT_AS) would count as used.
-        env = {**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "1")}
+        names = env_var_names(DEFAULT_ENV_VARS) if env_vars is None else env_vars
+        argv = [*box.prefix, sys.executable, "-I", "-c", WORKER_SOURCE]
+        if box.supervised:
+            argv.append("supervise")
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", WORKER_SOURCE], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True, env=env, **kwargs)
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            close_fds=True, env=_scrubbed_env(names), **kwargs)
         self.pid = self.proc.pid
 
     def alive(self) -> bool:
@@ -356,6 +836,10 @@ class ScriptWorker:
         except OSError:
             raise WorkerGone(self._exit_text()) from None
         hello = self._read()
+        if hello.get("sandbox_error"):
+            self.kill()
+            raise SandboxUnavailable(f"the Python worker could not enter its sandbox "
+                                     f"({self.sandbox.kind}): {hello['sandbox_error']}")
         self.ready = bool(hello.get("ready"))
         self.capped = bool(hello.get("capped"))
         return hello
@@ -369,8 +853,32 @@ class ScriptWorker:
         return self._read()
 
     def kill(self) -> None:
-        """Kill the worker and whatever it started; reap it."""
-        if self.proc.returncode is None:
+        """Kill the worker and every process its script started, wherever
+        it went (its own session, a double fork); reap the worker."""
+        if self.proc.poll() is None and self.sandbox.supervised:
+            # The supervisor kills every process below it, then ends.
+            try:
+                os.kill(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=KILL_GRACE)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        if self.sandbox.kind == "bwrap" and self.proc.poll() is None:
+            # bubblewrap's child is the init of the sandbox's PID namespace.
+            # Killed, it takes every process of the sandbox with it before
+            # bubblewrap reaps it and ends; so once bubblewrap has ended,
+            # nothing the script started is left.
+            inner = _worker_module()["children_of"](self.proc.pid)
+            for pid in inner:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            if inner:
+                try:
+                    self.proc.wait(timeout=KILL_GRACE)
+                except subprocess.TimeoutExpired:
+                    pass
+        if self.proc.poll() is None:
             try:
                 if os.name == "posix":
                     os.killpg(self.proc.pid, 9)
@@ -428,6 +936,10 @@ class Python(Node):
                           allow=CUSTOM)
     max_output_bytes = Param(int, "Largest result (the returned messages as JSON) a script may "
                              "send back", default=DEFAULT_MAX_OUTPUT, allow=CUSTOM)
+    env_vars = Param(str, "The environment variables the script may see, by name, separated by "
+                     "spaces or commas. No other variable of Switchboard's reaches it (API keys, "
+                     "passwords a flow reads from the environment)", default=DEFAULT_ENV_VARS,
+                     allow=CUSTOM, group="advanced")
 
     result = Output("json", "As a tool: the payload of the message the script returned (a list "
                     "of payloads for a list; null for DROP)")
@@ -448,12 +960,21 @@ class Python(Node):
                 why = _range_problem(name, p.value, low, high)
                 if why:
                     problems.append((name, why))
+        env = params.get("env_vars")
+        if env is not None and env.scope is not Scope.CUSTOM:
+            problems.append(("env_vars", _ENV_FIXED))
+        elif env is not None:
+            try:
+                env_var_names(env.value)
+            except NodeConfigError as exc:
+                problems.append(("env_vars", str(exc).removeprefix("env_vars: ")))
         return problems
 
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
         self._worker: ScriptWorker | None = None
         self._problem: str | None = None  # the script does not compile: every message fails
+        self._sandbox: Sandbox | None = None  # chosen at start, kept for the run's workers
 
     def _settings(self) -> tuple[str, float, int, int]:
         code = self.code.get()
@@ -471,13 +992,24 @@ class Python(Node):
                 raise NodeConfigError(why)
         return code, float(timeout), int(memory), int(output)
 
+    def _env_names(self) -> list[str]:
+        if self.env_vars.scope is not Scope.CUSTOM:
+            raise NodeConfigError(f"env_vars: {_ENV_FIXED}")
+        return env_var_names(self.env_vars.get())
+
+    def _new_worker(self, code: str, memory: int, output: int) -> ScriptWorker:
+        return ScriptWorker(code, memory, output, env_vars=self._env_names(), box=self._sandbox)
+
     async def start(self) -> None:
         code, _, memory, output = self._settings()
         problem = script_problem(code)
         if problem:
             raise ScriptError(f"code: {problem}")
+        self._env_names()
+        # Once per run (the first run of a process tries bubblewrap once).
+        self._sandbox = await run_in_thread(sandbox)
         # Started now, answered later: Python boots while the flow starts.
-        self._worker = ScriptWorker(code, memory, output)
+        self._worker = self._new_worker(code, memory, output)
 
     async def close(self) -> None:
         worker, self._worker = self._worker, None
@@ -495,10 +1027,13 @@ class Python(Node):
             if worker is not None:
                 worker.kill()
             code, _, memory, output = self._settings()
-            worker = self._worker = ScriptWorker(code, memory, output)
+            worker = self._worker = self._new_worker(code, memory, output)
         if worker.ready is None:
             try:
                 hello = await asyncio.wait_for(run_in_thread(worker.wait_ready), STARTUP_TIMEOUT)
+            except SandboxUnavailable:
+                self._drop_worker(worker)
+                raise
             except (TimeoutError, WorkerGone, ValueError) as exc:
                 self._drop_worker(worker)
                 why = str(exc) if isinstance(exc, WorkerGone) else \
@@ -580,6 +1115,10 @@ class Python(Node):
             seen.add(out["_msgid"])
             self.send(out)
         return DROP
+
+
+_ENV_FIXED = ("must be a fixed list of names: a template or a message would choose which "
+              "environment variables a script sees")
 
 
 def _encode_request(msg: dict, args: Any) -> bytes:
