@@ -23,6 +23,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from email.utils import getaddresses
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -63,18 +64,27 @@ class Rule(BaseModel):
             return f"{self.arg} is given"
         return f"{self.arg} {_OP_TEXT[self.op]} {json.dumps(self.value, ensure_ascii=False)}"
 
-    def matches(self, args: dict) -> bool:
+    def matches(self, args: dict, *, approving: bool = False) -> bool:
+        """Whether the call's arguments satisfy the rule. Several values (a
+        list, or a text of several mail addresses, "a@x.com, b@y.com") match
+        when any one does: "to does not end with X" asks for a person when
+        any recipient is outside. ``approving`` (a policy file's rule that
+        approves) asks more: every value must match, and one the rule cannot
+        judge (a number test on a text) does not, so that a rule approves no
+        call it was not written for."""
         value = _lookup(args, self.arg)
         if value is _ABSENT:
             return False
         if self.op == "present":
             return True
-        items = value if isinstance(value, list) else [value]
-        # "to does not end with X" on several recipients: any outside one
-        # is enough to ask (each item is tested with the negated op).
-        return any(self._one(item) for item in items)
+        items: list[Any] = []
+        for item in value if isinstance(value, list) else [value]:
+            items += _addresses(item)
+        if approving:
+            return bool(items) and all(self._one(item, False) for item in items)
+        return any(self._one(item, True) for item in items)
 
-    def _one(self, item: Any) -> bool:
+    def _one(self, item: Any, unsure: bool = True) -> bool:
         op, want = self.op, self.value
         negative = op.startswith("not_")
         base = op[4:] if negative else op
@@ -94,11 +104,24 @@ class Rule(BaseModel):
                 result = {"contains": b in a, "startswith": a.startswith(b),
                           "endswith": a.endswith(b)}[base]
         except (TypeError, ValueError, re.error):
-            return True  # a value the rule cannot judge is one a person should see
+            return unsure  # a value the rule cannot judge
         return not result if negative else result
 
 
 _ABSENT = object()
+#: Longest text a rule reads as a list of mail addresses (a mail node bounds
+#: its recipients the same way); a longer one is judged as one value.
+MAX_ADDRESS_TEXT = 20_000
+
+
+def _addresses(item: Any) -> list[Any]:
+    """A text of several mail addresses ("Ann <ann@x.com>, bob@y.com") as
+    its bare addresses, as a mail node reads it; anything else as itself."""
+    if not isinstance(item, str) or "@" not in item or len(item) > MAX_ADDRESS_TEXT \
+            or not any(c in item for c in ",;<"):
+        return [item]
+    found = [addr for _name, addr in getaddresses([item.replace(";", ",")]) if "@" in addr]
+    return found or [item]
 
 
 def _lookup(args: dict, path: str) -> Any:
@@ -217,9 +240,12 @@ class DenyApprover:
 
 
 class PolicyRule(BaseModel):
+    """One rule of a policy file: for calls of ``tool`` (or any, ``*``) whose
+    arguments satisfy every condition of ``when``, ``decision``."""
+
     model_config = ConfigDict(extra="forbid")
 
-    tool: str = "*"  # a tool name, or * for any
+    tool: str = Field("*", min_length=1, max_length=200)  # a tool name, or * for any
     when: list[Rule] = Field(default_factory=list, max_length=MAX_RULES)  # all must match
     decision: Literal["approve", "deny"]
     reason: str = Field("", max_length=1000)
@@ -227,7 +253,8 @@ class PolicyRule(BaseModel):
 
 class PolicyFile(BaseModel):
     """``--approve POLICY.json``: the first rule whose tool and conditions
-    match decides; else ``default``."""
+    match decides; else ``default``. The format: docs/tools.md, "Approval
+    policy files"."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -235,25 +262,179 @@ class PolicyFile(BaseModel):
     default: Literal["approve", "deny"] = "deny"
 
 
+MAX_POLICY_BYTES = 1024 * 1024
+#: Most problems of one policy file that are listed.
+MAX_POLICY_PROBLEMS = 20
+#: The fields each part of a policy file has, for "unknown field" errors.
+_POLICY_FIELDS = {"policy file": "rules, default", "rule": "tool, when, decision, reason",
+                  "condition": "arg, op, value"}
+_NUMBER_OPS = ("gt", "ge", "lt", "le")
+
+
+@dataclass(slots=True)
+class PolicyProblem:
+    """One thing wrong with a policy file, where it is (``rules[1].when[0].op``)."""
+
+    file: str
+    field: str
+    message: str
+    severity: Literal["error", "warning"] = "error"
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.field}" if self.field else self.file
+        return f"{where}: {'warning: ' if self.severity == 'warning' else ''}{self.message}"
+
+
+class PolicyError(ValueError):
+    """A policy file that cannot be used; ``problems`` lists why, one a line."""
+
+    def __init__(self, problems: list[PolicyProblem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(map(str, problems)))
+
+
+def _place(loc: tuple) -> str:
+    """``('rules', 0, 'when', 1, 'op')`` as ``rules[0].when[1].op``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _part(loc: tuple) -> str:
+    """Which part of the file a place is in: the policy file, a rule or a condition."""
+    if "when" in loc[:-1]:
+        return "condition"
+    return "rule" if "rules" in loc[:-1] else "policy file"
+
+
+def _say(error: dict) -> str:
+    kind, given = error["type"], error.get("input")
+    shown = json.dumps(given, ensure_ascii=False, default=str)[:100]
+    if kind == "literal_error":
+        field = error["loc"][-1]
+        allowed = (", ".join(sorted(_OP_TEXT)) if field == "op"
+                   else error.get("ctx", {}).get("expected", "").replace("'", "")
+                   .replace(" or ", ", "))
+        return f"{shown} is not one of: {allowed}"
+    if kind == "extra_forbidden":
+        return f"unknown field (a {_part(error['loc'])} has: {_POLICY_FIELDS[_part(error['loc'])]})"
+    if kind == "missing":
+        return "missing" + (" (approve or deny)" if error["loc"][-1] == "decision" else "")
+    return f"{error['msg']} (given: {shown})"
+
+
+def _number(value: Any) -> bool:
+    """Whether a rule can compare with ``value`` as a number (as Rule does)."""
+    if isinstance(value, bool):
+        return False
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def check_policy(data: Any, file: str) -> tuple[PolicyFile | None, list[PolicyProblem]]:
+    """The policy in ``data`` (a parsed policy file) and every problem found
+    in it, each naming its place: the fields (as the model checks them), then
+    what the model cannot see: a pattern that is no regular expression, a
+    number comparison with no number, a rule that comes after one that
+    takes every call (never reached)."""
+    try:
+        policy = PolicyFile.model_validate(data)
+    except ValidationError as exc:
+        return None, [PolicyProblem(file, _place(e["loc"]) or "(top)", _say(e))
+                      for e in exc.errors()[:MAX_POLICY_PROBLEMS]]
+    problems: list[PolicyProblem] = []
+    star: int | None = None  # the first rule that decides every call
+    every: dict[str, int] = {}  # per tool, the first rule that decides its every call
+    for i, rule in enumerate(policy.rules):
+        before = star if star is not None else every.get(rule.tool)
+        if before is not None:
+            of = "" if policy.rules[before].tool == "*" else f" of {rule.tool}"
+            problems.append(PolicyProblem(file, f"rules[{i}]", f"never used: rules[{before}] "
+                                          f"decides every call{of} before it", "warning"))
+        for j, cond in enumerate(rule.when):
+            where = f"rules[{i}].when[{j}].value"
+            base = cond.op.removeprefix("not_")
+            if base == "matches":
+                try:
+                    re.compile(str(cond.value))
+                except re.error as exc:
+                    problems.append(PolicyProblem(file, where, f"not a regular expression: {exc}"))
+            elif base in _NUMBER_OPS and not _number(cond.value):
+                problems.append(PolicyProblem(file, where, f"{cond.op} compares numbers: give "
+                                              "a number"))
+            elif cond.op != "present" and cond.value is None:
+                problems.append(PolicyProblem(file, where, f"{cond.op} needs a value"))
+        if not rule.when:
+            if rule.tool == "*":
+                star = i if star is None else star
+            else:
+                every.setdefault(rule.tool, i)
+    return policy, problems[:MAX_POLICY_PROBLEMS]
+
+
+def read_policy(path: str | Path) -> tuple[PolicyFile | None, list[PolicyProblem]]:
+    """The policy file at ``path`` and its problems (check_policy); a file
+    that cannot be read or is no JSON is one problem saying so."""
+    file = str(path)
+    try:
+        raw = Path(path).read_bytes()
+        if len(raw) > MAX_POLICY_BYTES:
+            return None, [PolicyProblem(file, "", f"over {MAX_POLICY_BYTES // 1024} KB")]
+        data = json.loads(raw)
+    except OSError as exc:
+        return None, [PolicyProblem(file, "", exc.strerror or str(exc))]
+    except UnicodeDecodeError:
+        return None, [PolicyProblem(file, "", "not UTF-8 text")]
+    except json.JSONDecodeError as exc:
+        return None, [PolicyProblem(file, "", f"not JSON: {exc.msg} at line {exc.lineno} "
+                                              f"column {exc.colno}")]
+    return check_policy(data, file)
+
+
+def policy_warnings(policy: PolicyFile, file: str,
+                    tools: dict[str, dict[str, Any]]) -> list[PolicyProblem]:
+    """What a policy file says that a flow's tools (name -> the JSON schema
+    its LLM sees) cannot match: a rule's tool the flow has not, a condition
+    on an argument that tool does not take. Warnings: the same file may
+    serve several flows."""
+    out: list[PolicyProblem] = []
+    names = ", ".join(sorted(tools)) or "none"
+    for i, rule in enumerate(policy.rules):
+        if rule.tool != "*" and rule.tool not in tools:
+            out.append(PolicyProblem(file, f"rules[{i}].tool", f"the flow has no tool "
+                                     f"'{rule.tool}' (its tools: {names})", "warning"))
+            continue
+        schemas = [tools[rule.tool]] if rule.tool != "*" else list(tools.values())
+        for j, cond in enumerate(rule.when):
+            top = cond.arg.split(".")[0]
+            if schemas and not any(top in (s.get("properties") or {}) for s in schemas):
+                taken = sorted({a for s in schemas for a in (s.get("properties") or {})})
+                whose = f"{rule.tool} takes" if rule.tool != "*" else "the flow's tools take"
+                out.append(PolicyProblem(file, f"rules[{i}].when[{j}].arg", f"no argument "
+                                         f"'{top}': {whose} {', '.join(taken) or 'none'}",
+                                         "warning"))
+    return out[:MAX_POLICY_PROBLEMS]
+
+
 class PolicyApprover:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        try:
-            raw = Path(path).read_bytes()
-            if len(raw) > 1024 * 1024:
-                raise ValueError("over 1 MB")
-            self.policy = PolicyFile.model_validate(json.loads(raw))
-        except ValidationError as exc:
-            e = exc.errors()[0]
-            raise ValueError(f"{path}: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"{path}: {exc}") from None
+        policy, problems = read_policy(path)
+        errors = [p for p in problems if p.severity == "error"]
+        if policy is None or errors:
+            raise PolicyError(errors)
+        self.policy = policy
 
     async def decide(self, request: ApprovalRequest) -> Decision:
         for i, rule in enumerate(self.policy.rules):
             if rule.tool not in ("*", request.tool):
                 continue
-            if all(cond.matches(request.args) for cond in rule.when):
+            approving = rule.decision == "approve"
+            if all(cond.matches(request.args, approving=approving) for cond in rule.when):
                 return Decision(rule.decision == "approve", by=f"policy:{self.path}#{i + 1}",
                                 reason=rule.reason or (
                                     "" if rule.decision == "approve"

@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="check a flow; exit 2 with the reasons")
     v.add_argument("flow")
+    v.add_argument("--approve", metavar="POLICY.json",
+                   help="also check an approval policy file (--approve of run), and its rules "
+                        "against the flow's tools")
 
     n = sub.add_parser("nodes", help="the node catalog")
     n.add_argument("--json", action="store_true", help="full specs as JSON")
@@ -128,7 +131,8 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--approve", default="ask", metavar="ask|auto|deny|POLICY.json",
                    help="who decides on tool calls that need approval: ask on the terminal "
                         "(the default; refused when there is none), approve all, deny all, "
-                        "or the rules of a policy file")
+                        "or the rules of a policy file (its format: docs/tools.md, 'Approval "
+                        "policy files'; check one with validate FLOW --approve POLICY.json)")
     from runtime.break_prompt import add_break_options
 
     add_break_options(r)
@@ -635,6 +639,33 @@ def _validate(args: argparse.Namespace) -> int:
     for problem in validate_flow(flow, file=args.flow):
         print(str(problem), file=sys.stderr)
     print(f"{args.flow}: ok ({len(flow.nodes)} nodes, {len(flow.wires)} wires)")
+    if args.approve:
+        return _validate_policy(args.approve, flow)
+    return EXIT_OK
+
+
+def _validate_policy(path: str, flow) -> int:
+    """``validate FLOW --approve POLICY.json``: the policy file's problems,
+    and what in it the flow's tools cannot match (warnings)."""
+    from runtime.approval import policy_warnings, read_policy
+    from runtime.node import NodeConfigError
+    from runtime.tools import agent_tool_specs
+
+    policy, problems = read_policy(path)
+    if policy is not None:
+        try:
+            tools = {f["function"]["name"]: f["function"].get("parameters") or {}
+                     for functions in agent_tool_specs(flow).values() for f in functions}
+        except NodeConfigError:
+            tools = None  # an MCP server's list the flow's checks could not see: not judged
+        if tools is not None:
+            problems += policy_warnings(policy, path, tools)
+    for problem in problems:
+        print(str(problem), file=sys.stderr)
+    if policy is None or any(p.severity == "error" for p in problems):
+        return EXIT_BAD_INPUT
+    n = len(policy.rules)
+    print(f"{path}: ok ({n} rule{'s' * (n != 1)}, default {policy.default})")
     return EXIT_OK
 
 

@@ -23,6 +23,8 @@ from runtime.approval import (
     default_policy,
     looks_sensitive,
     no_terminal_note,
+    policy_warnings,
+    read_policy,
 )
 
 OUTSIDE = Rule(arg="to", op="not_endswith", value="@ourcompany.com")
@@ -115,7 +117,8 @@ async def test_a_policy_file_decides_by_its_first_matching_rule(tmp_path):
 def test_a_bad_policy_file_is_named_with_its_field(tmp_path):
     path = tmp_path / "p.json"
     path.write_text(json.dumps({"rules": [{"tool": "x", "decision": "maybe"}]}))
-    with pytest.raises(ValueError, match=r"p.json: rules.0.decision"):
+    with pytest.raises(ValueError, match=r'p.json: rules\[0\].decision: "maybe" is not one of: '
+                                         r"approve, deny$"):
         PolicyApprover(path)
     with pytest.raises(ValueError, match="expected ask, auto, deny or a policy .json file"):
         approver_for("sometimes")
@@ -180,3 +183,102 @@ async def test_the_terminal_prompt(answers, kind, args, reason):
     assert d.reason == reason
     assert "approval needed: tool 'send_email'" in user.seen
     assert 'to = "eve@example.com"' in user.seen
+
+
+# -- policy files ------------------------------------------------------------------------
+
+
+def docs_policy() -> str:
+    """The complete example of docs/tools.md, "Approval policy files"."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "tools.md").read_text()
+    [example] = re.findall(r"<!-- runnable: save approvals.json -->\n```json\n(.*?)```", text, re.S)
+    return example
+
+
+async def test_the_documented_policy_file_decides_as_the_docs_say(tmp_path):
+    path = tmp_path / "approvals.json"
+    path.write_text(docs_policy())
+    policy, problems = read_policy(path)
+    assert policy is not None and problems == []
+    approver = PolicyApprover(path)
+    customer = await approver.decide(request(to="eve@example.com", subject="Your order"))
+    assert customer.approved and customer.by == f"policy:{path}#1"
+    refund = await approver.decide(request(to="eve@example.com", subject="Your REFUND"))
+    assert not refund.approved and refund.by == f"policy:{path}#2"
+    # Every recipient must be one the rule approves: one outside is enough to deny.
+    both = await approver.decide(request(to="eve@example.com, mallory@evil.test", subject="x"))
+    assert not both.approved
+    other = await approver.decide(ApprovalRequest("c", "a", "n", "pay", {}, "r", [], {}, 1))
+    assert not other.approved and other.by == f"policy:{path}"  # the default: deny
+
+
+def test_every_problem_of_a_policy_file_is_named_with_its_place(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"rules": [
+        {"tool": "send_email", "when": [{"arg": "to", "op": "ends_with", "value": "@x.com"}],
+         "decision": "approve", "when_": []},
+        {"decision": "deny"}], "defualt": "approve"}))
+    policy, problems = read_policy(path)
+    assert policy is None
+    assert [str(p).removeprefix(f"{path}: ") for p in problems] == [
+        'rules[0].when[0].op: "ends_with" is not one of: contains, endswith, equals, ge, gt, '
+        "in, le, lt, matches, not_contains, not_endswith, not_equals, not_in, not_matches, "
+        "not_startswith, present, startswith",
+        "rules[0].when_: unknown field (a rule has: tool, when, decision, reason)",
+        "defualt: unknown field (a policy file has: rules, default)"]
+    # What the fields cannot show: a pattern, a number, a rule never reached.
+    path.write_text(json.dumps({"rules": [
+        {"tool": "pay", "when": [{"arg": "amount", "op": "gt", "value": "a lot"},
+                                 {"arg": "memo", "op": "matches", "value": "(unclosed"}],
+         "decision": "deny"},
+        {"decision": "deny"},
+        {"tool": "send_email", "decision": "approve"}]}))
+    policy, problems = read_policy(path)
+    assert [(p.severity, p.field) for p in problems] == [
+        ("error", "rules[0].when[0].value"), ("error", "rules[0].when[1].value"),
+        ("warning", "rules[2]")]
+    assert "never used: rules[1] decides every call before it" in str(problems[2])
+    with pytest.raises(ValueError) as bad:
+        PolicyApprover(path)
+    assert str(bad.value).splitlines() == [str(p) for p in problems[:2]]
+    path.write_text('{"rules": [')
+    assert str(read_policy(path)[1][0]).endswith("not JSON: Expecting value at line 1 column 12")
+    assert str(read_policy(tmp_path / "none.json")[1][0]).endswith("No such file or directory")
+
+
+def test_a_policy_is_checked_against_the_flows_tools(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"rules": [
+        {"tool": "send_mail", "decision": "approve"},
+        {"tool": "send_email", "when": [{"arg": "recipient", "op": "present"}],
+         "decision": "approve"}]}))
+    policy, problems = read_policy(path)
+    assert problems == []
+    tools = {"send_email": {"properties": {"to": {}, "subject": {}}}, "lookup": {}}
+    assert [str(p).removeprefix(f"{path}: ") for p in policy_warnings(policy, str(path), tools)] == [
+        "rules[0].tool: warning: the flow has no tool 'send_mail' (its tools: lookup, send_email)",
+        "rules[1].when[0].arg: warning: no argument 'recipient': send_email takes subject, to"]
+
+
+@pytest.mark.parametrize("to, asks", [
+    ("eve@example.com, ann@ourcompany.com", True),  # one outside recipient in a list text
+    ("ann@ourcompany.com; bob@ourcompany.com", False),
+    ("Ann <ann@ourcompany.com>", False),
+    ('"ann@ourcompany.com" <mallory@evil.test>', True),  # the address, not the display name
+])
+def test_a_text_of_several_addresses_is_judged_address_by_address(to, asks):
+    assert OUTSIDE.matches({"to": to}) is asks
+
+
+def test_an_approving_rule_needs_every_value_and_a_judgeable_one():
+    inside = Rule(arg="to", op="endswith", value="@ourcompany.com")
+    assert inside.matches({"to": "ann@ourcompany.com, eve@example.com"})  # asks: any
+    assert not inside.matches({"to": "ann@ourcompany.com, eve@example.com"}, approving=True)
+    assert inside.matches({"to": ["ann@ourcompany.com"]}, approving=True)
+    assert not inside.matches({"to": []}, approving=True)
+    small = Rule(arg="amount", op="lt", value=100)
+    assert small.matches({"amount": "unknown"})  # a person should see it
+    assert not small.matches({"amount": "unknown"}, approving=True)
