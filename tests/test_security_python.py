@@ -360,6 +360,67 @@ async def test_a_script_still_reads_and_writes_files_elsewhere_and_uses_the_netw
     assert (work / "in.txt.out").read_text() == "HELLO"
 
 
+ABOVE = '''
+import os
+tries = {}
+for label, folder in (("beside", msg["payload"]["beside"]), ("above", msg["payload"]["above"])):
+    try:
+        with open(os.path.join(folder, "new.txt"), "w") as fh:
+            fh.write("x")
+        tries[label] = "written"
+    except OSError as exc:
+        tries[label] = type(exc).__name__
+return {"payload": tries}
+'''
+
+
+@pytest.mark.parametrize("mode", SANDBOXED, indirect=True)
+async def test_landlock_keeps_new_entries_out_of_the_folders_above_the_data_folder(mode,
+                                                                                   data_dir):
+    """Landlock only grants: the folders on the way to the data folder are
+    not granted, only what was in them when the worker started."""
+    beside = data_dir.parent / "beside"
+    beside.mkdir()
+    answer, _ = await attack(ABOVE, {"beside": str(beside), "above": str(data_dir.parent)})
+    assert answer["beside"] == "written"
+    assert answer["above"] == ("PermissionError" if mode == "landlock" else "written")
+
+
+BUS = '''
+import socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(msg["payload"])
+    s.sendall(b"hello")
+    outcome = "connected"
+except OSError as exc:
+    outcome = type(exc).__name__
+return {"payload": outcome}
+'''
+
+
+@pytest.mark.parametrize("mode", SANDBOXED, indirect=True)
+async def test_the_session_bus_in_the_runtime_folder_is_out_of_reach_in_bubblewrap(
+        mode, tmp_path, monkeypatch):
+    """$XDG_RUNTIME_DIR/bus is where a Secret Service keyring answers. The
+    bubblewrap sandbox hides the folder; Landlock cannot refuse connecting
+    to a socket by its path (docs/decisions.md: a known gap of the
+    fallback)."""
+    import socket
+
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    bus = socket.socket(socket.AF_UNIX)
+    bus.bind(str(runtime / "bus"))
+    bus.listen(1)
+    try:
+        answer, _ = await attack(BUS, str(runtime / "bus"))
+    finally:
+        bus.close()
+    assert answer == ("FileNotFoundError" if mode == "bwrap" else "connected")
+
+
 # -- processes a script leaves -------------------------------------------------
 
 SLEEPER = ("import os, sys, time\n"

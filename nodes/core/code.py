@@ -439,7 +439,13 @@ def confine(denied):
 
 
 def children_of(pid):
-    """Process ids whose parent is ``pid`` (from /proc)."""
+    """Process ids whose parent is ``pid`` (from /proc), a single-threaded
+    process's (the supervisor, bubblewrap)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(c) for c in fh.read().split()]
+    except OSError:
+        pass  # a kernel without CONFIG_PROC_CHILDREN: look at every process
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -464,22 +470,26 @@ def kill_descendants():
 
     me = os.getpid()
     while True:
+        killed = False
         for pid in children_of(me):
             try:
                 os.kill(pid, signal.SIGKILL)
+                killed = True
             except OSError:
                 pass
-        reaped = False
+        # A child just killed is about to end: wait for one. Otherwise a
+        # child may be one that was reparented here after the look: a short
+        # nap, then look again.
+        flags = 0 if killed else os.WNOHANG
         while True:
             try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
+                pid, _ = os.waitpid(-1, flags)
             except ChildProcessError:
                 return
             if pid == 0:
+                time.sleep(0.002)
                 break
-            reaped = True
-        if not reaped:
-            time.sleep(0.005)
+            flags = os.WNOHANG
 
 
 def supervise():
