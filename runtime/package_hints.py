@@ -37,6 +37,9 @@ def unknown_type_message(type_id: str, flow_file: str = "", registry: Any = None
 
 def _hint(type_id: str, flow_file: str, registry: Any) -> str:
     prefix = type_id.split(".")[0]
+    waiting = _plugin_needing_setup(type_id)
+    if waiting:
+        return waiting
     for error in getattr(registry, "load_errors", []) or []:
         if error.startswith((f"entry point {prefix}:", f"plugin {prefix}:")):
             return f": its package is installed but did not load ({error})"
@@ -59,6 +62,31 @@ def _hint(type_id: str, flow_file: str, registry: Any) -> str:
             "does: pip install it (a Python node package), or switchboard package install "
             "FOLDER (a plugin folder with a plugin.json); switchboard nodes lists the installed "
             "types")
+
+
+def _plugin_needing_setup(type_id: str) -> str:
+    """The hint for a type that a found plugin package declares but cannot
+    serve until its own packages are installed (a Node.js plugin without its
+    node_modules), or ""."""
+    from .plugin.host import MANIFEST, plugin_folders, read_manifest, setup_needed
+
+    for base in plugin_folders():
+        try:
+            manifests = sorted(base.glob(f"*/{MANIFEST}"))[:200]
+        except OSError:
+            continue
+        for manifest in manifests:
+            folder = manifest.parent
+            npm = setup_needed(folder)
+            if not npm or type_id not in _declared_types(folder):
+                continue
+            try:
+                name = read_manifest(manifest).name
+            except ValueError:
+                name = folder.name
+            return (f": the plugin package '{name}' in {_shown(folder)} provides it, but needs "
+                    f"its npm packages first: run `{npm}` in {_shown(folder)}")
+    return ""
 
 
 def _package_folders(flow_file: str) -> list[Path]:

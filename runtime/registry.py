@@ -68,7 +68,11 @@ class Registry:
             try:
                 specs = host.load_specs(plugin)
             except host.PluginError as exc:
-                log.warning("%s", exc)
+                # A plugin that only needs its packages installed is said where
+                # its nodes matter (switchboard nodes, a flow using one), not
+                # on every command.
+                log.log(logging.INFO if isinstance(exc, host.PluginNeedsSetup)
+                        else logging.WARNING, "%s", exc)
                 self.load_errors.append(str(exc))
                 continue
             process = host.process_for(plugin)

@@ -524,3 +524,46 @@ def test_a_tool_name_an_llm_cannot_call_is_refused_by_every_command(tmp_path, co
         f"{flow}: node 'mail', tool.name: tool name \"bad name!\" is not a name an LLM can "
         "call: use 1-64 letters, digits, '_' or '-' (e.g. notify_ops)"]
     assert "internal error" not in r.stderr
+
+
+# -- a plugin that needs its npm packages ----------------------------------------------------
+
+
+def test_a_plugin_without_its_npm_packages_is_named_where_its_nodes_matter(tmp_path):
+    """A Node.js plugin copied without node_modules (a fresh clone, `pip
+    install -e .` and no npm step): commands that do not touch its nodes say
+    nothing of it; the catalog says it once; a flow using one of its nodes
+    is refused naming the plugin and the command that sets it up."""
+    data = tmp_path / "data"
+    plugin = data / "plugins" / "shouter"
+    plugin.mkdir(parents=True)
+    (plugin / "plugin.json").write_text(json.dumps(
+        {"name": "shouter", "language": "node", "command": ["node", "index.js"]}))
+    (plugin / "package.json").write_text('{"name": "shouter", "version": "0.1.0"}')
+    (plugin / "package-lock.json").write_text('{"lockfileVersion": 3}')
+    (plugin / "index.js").write_text("const sb = require('./switchboard');\n"
+                                     "sb.node('shout.loud', {name: 'Loud', category: 'Text'});\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SWITCHBOARD_DATA_DIR": str(data)}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True,
+                              text=True, cwd=tmp_path, env=env, timeout=60)
+
+    hello = str(EXAMPLES / "hello.flow.json")
+    for args in (("validate", hello), ("run", hello), ("runs", "list"), ("tools", hello)):
+        done = run(*args)
+        assert done.returncode == 0, done.stderr
+        assert "npm" not in done.stderr, (args, done.stderr)
+    listed = run("nodes")
+    assert listed.returncode == 0
+    said = [line for line in listed.stderr.splitlines() if "npm" in line]
+    assert said == [f"warning: plugin 'shouter' needs its npm packages: run `npm ci` in {plugin}"]
+    flow = write(tmp_path, flow_data([N("ask", "core.inject"), N("loud", "shout.loud")],
+                                     ["ask->loud"]))
+    for command in ("validate", "run"):
+        refused = run(command, flow)
+        assert refused.returncode == 2
+        assert refused.stderr.splitlines() == [
+            f"{flow}: node 'loud', type: unknown node type 'shout.loud': the plugin package "
+            "'shouter' in data/plugins/shouter provides it, but needs its npm packages first: "
+            "run `npm ci` in data/plugins/shouter"]

@@ -96,6 +96,21 @@ class PluginError(NodeConfigError):
     call timed out. The text names the plugin and is safe to show the LLM."""
 
 
+class PluginNeedsSetup(PluginError):
+    """A plugin whose packages are not installed yet (a Node.js package
+    copied or cloned without its node_modules): said where its nodes matter
+    (the catalog, a flow that uses one), not on every command."""
+
+
+def setup_needed(folder: Path | None) -> str:
+    """The command that installs a plugin folder's own packages when they
+    are missing (``npm ci``, or ``npm install`` with no lock file), else ""."""
+    if folder is None or not (folder / "package.json").is_file() \
+            or (folder / "node_modules").is_dir():
+        return ""
+    return "npm ci" if (folder / "package-lock.json").is_file() else "npm install"
+
+
 # -- finding plugins ---------------------------------------------------------
 def plugin_folders() -> list[Path]:
     """Where plugin.json packages are looked for: the user's plugins folder,
@@ -223,11 +238,10 @@ class PluginProcess:
             command[0] = sys.executable
         elif cwd is not None and not os.path.isabs(command[0]) and (cwd / command[0]).exists():
             command[0] = str(cwd / command[0])
-        if cwd is not None and (cwd / "package.json").is_file() \
-                and not (cwd / "node_modules").is_dir():
-            npm = "npm ci" if (cwd / "package-lock.json").is_file() else "npm install"
-            raise PluginError(f"plugin '{self.name}' needs its npm packages: run `{npm}` "
-                              f"in {cwd}")
+        npm = setup_needed(cwd)
+        if npm:
+            raise PluginNeedsSetup(f"plugin '{self.name}' needs its npm packages: run `{npm}` "
+                                   f"in {cwd}")
         tail: deque[str] = deque(maxlen=STDERR_LINES)
         self.stderr_tail = tail
         try:
