@@ -145,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    from runtime.node import RedactingFilter  # secrets a library logs (-v), masked
+
+    for log_handler in logging.getLogger().handlers:
+        log_handler.addFilter(RedactingFilter())
     try:
         if args.command is None or args.command == "design":
             return _design(args)

@@ -55,7 +55,7 @@ from .message import (
     new_msgid,
     to_jsonable,
 )
-from .node import DROP, Node, NodeConfigError, redact, run_in_thread
+from .node import DROP, Node, NodeConfigError, redact, register_flow_secrets, run_in_thread
 from .registry import Registry
 from .spec import NodeSpec, ParamValue, Scope
 
@@ -414,6 +414,9 @@ class Engine:
         if timeout is not None:
             self._deadline = time.monotonic() + timeout
         self.running = True
+        # Every secret the flow names is masked from the first event on, not
+        # only once the node that uses it has run (docs/credentials.md).
+        register_flow_secrets(rt.node for rt in self.nodes.values() if not rt.disabled)
         if self.bus.active:
             self.bus.publish(RunStarted(flow=self.flow.name, path=self.file,
                                         nodes=len(self.nodes), trace=self.trace,

@@ -14,8 +14,9 @@ import contextvars
 import inspect
 import logging
 import os
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Protocol
 
 from .effects import effect_once
@@ -194,8 +195,186 @@ class Output:
 
 _resolved_secrets: set[str] = set()
 _resolved_logins: set[tuple[str, str]] = set()  # (username, password) pairs
-_redact_pattern: Any = None  # re.Pattern of every form of every secret; None: no secrets
 _redact_lock = threading.Lock()
+
+#: The shortest piece of a secret that is masked on its own: any run of this
+#: many characters or more of a registered secret (as is, JSON-escaped or
+#: URL-encoded) is hidden wherever it appears, so a server that echoes a
+#: token cut in two, or a log that cuts it short, shows none of it longer
+#: than 7 characters. docs/credentials.md, "Masking", says why 8.
+SECRET_RUN = 8
+#: Length of the anchors redact() searches for: pieces of a secret spaced so
+#: that every window of SECRET_RUN characters holds one whole (see _anchors).
+_ANCHOR = 4
+
+
+class _Masker:
+    """What redact() needs of the registered secrets, built once per
+    registration and swapped in whole (redact reads it without the lock).
+
+    ``pattern`` finds anchors: pieces of _ANCHOR characters of the forms,
+    chosen so that every run redact must hide holds one (see _anchors),
+    and starting with as few and as rare first characters as can be (the
+    regex engine passes over a position whose character starts no anchor
+    with one table look-up). A hit is checked in Python: a whole form must
+    be there whole around it; a text form's anchor is grown both ways along
+    the form, and the run is hidden when it reaches SECRET_RUN characters,
+    unless it reads like a word inside a secret that is not all letters
+    (_WORD: "credential" in "sk-stored-credential-777" stays shown in "no
+    credential named"; docs/credentials.md, "Masking")."""
+
+    __slots__ = ("pattern", "search", "anchors", "starts", "runs")
+
+    def __init__(self, whole: set[str], runs: set[str]) -> None:
+        import re
+
+        self.runs = tuple(sorted(runs))
+        # The whole forms, longest first (redact_hold).
+        self.starts = tuple(sorted(whole, key=lambda f: (-len(f), f)))
+        # (form, where the anchor is in it, kind): _WHOLE, _RUN or _RUN_NOT_WORD.
+        anchors: dict[str, list[tuple[str, int, int]]] = {}
+        firsts: set[str] = set()
+        for form in self.runs:
+            kind = _RUN if _WORD.fullmatch(form.lower()) else _RUN_NOT_WORD
+            for pos in _anchors(form, firsts):
+                anchors.setdefault(form[pos:pos + _ANCHOR], []).append((form, pos, kind))
+        for form in self.starts:
+            # One anchor is enough for a form that must be there whole: the
+            # cheapest anywhere in it.
+            pos = _cheapest(form, range(len(form) - _ANCHOR, -1, -1), firsts)
+            firsts.add(form[pos])
+            anchors.setdefault(form[pos:pos + _ANCHOR], []).append((form, pos, _WHOLE))
+        self.anchors = {a: tuple(v) for a, v in anchors.items()}
+        self.pattern = re.compile(_trie(set(self.anchors)))
+        self.search = self.pattern.search
+
+    def mask(self, text: str, m: Any) -> str:
+        """``text`` with every whole form and every run hidden; ``m`` is the
+        pattern's first match in it."""
+        search = self.search
+        anchors, size, n = self.anchors, _ANCHOR, len(text)
+        spans: list[tuple[int, int]] = []
+        while m is not None:
+            start = m.start()
+            at = start + size
+            after = start + 1  # where to look on
+            for form, pos, kind in anchors[m.group()]:
+                if kind == _WHOLE:
+                    lo = start - pos
+                    if lo >= 0 and text.startswith(form, lo):
+                        spans.append((lo, lo + len(form)))
+                    continue
+                b = 0
+                limit = min(pos, start)
+                while b < limit and text[start - 1 - b] == form[pos - 1 - b]:
+                    b += 1
+                f = 0
+                limit = min(len(form) - pos - size, n - at)
+                while f < limit and text[at + f] == form[pos + size + f]:
+                    f += 1
+                if b + size + f >= SECRET_RUN and not (
+                        kind == _RUN_NOT_WORD and _WORD.fullmatch(text, start - b, at + f)):
+                    spans.append((start - b, at + f))
+                    # The rest of this run holds more of its anchors: skip
+                    # them. (A run of another form that goes on past it has
+                    # an anchor past it, if the rest is long enough to hide.)
+                    after = max(after, at + f)
+            m = search(text, after) if after < n else None
+        if not spans:
+            return text
+        spans.sort()
+        parts: list[str] = []
+        done = 0
+        for lo, hi in spans:
+            if hi <= done:
+                continue
+            if lo > done:
+                parts.append(text[done:lo])
+                parts.append("***")
+            elif not parts:
+                parts.append("***")  # a span at the very start
+            done = hi
+        parts.append(text[done:])
+        return "".join(parts)
+
+
+_WHOLE, _RUN, _RUN_NOT_WORD = 0, 1, 2
+#: What reads like a word: ASCII letters, lower case after the first. A
+#: run like that of a secret that is more than letters is shown (see _Masker).
+_WORD = re.compile("[A-Za-z][a-z]*")
+
+
+#: Characters by how often they start a position of ordinary text (prose,
+#: JSON, logs), most often first; the rest (capitals, rare punctuation) come
+#: after them all. An anchor starting with a rare one lets the regex pass
+#: over most of a text with one table look-up per character.
+_COMMON = " etaoinsrhldcumfpgwybv\"\n,.:0123456789-_/kxjqz"
+_COST = {c: len(_COMMON) - i for i, c in enumerate(_COMMON)}  # not in it: 0
+
+
+def _cheapest(form: str, positions: range, firsts: set[str]) -> int:
+    """The position among ``positions`` whose character costs least as an
+    anchor's first: one another anchor starts with, else the rarest in
+    ordinary text (_COMMON); at equal cost the first of ``positions``."""
+    best, best_cost = positions[0], 1 << 30
+    for p in positions:
+        c = form[p]
+        cost = -1 if c in firsts else _COST.get(c, 0)
+        if cost < best_cost:
+            best, best_cost = p, cost
+    return best
+
+
+def _anchors(form: str, firsts: set[str]) -> list[int]:
+    """Where to take the anchors of a text form: positions such that every
+    window of SECRET_RUN characters of the form holds one whole anchor (so
+    every run redact must hide contains one), few of them (one per up to
+    SECRET_RUN - _ANCHOR + 1 characters), each starting with the cheapest
+    character of its choices (_cheapest). Adds their first characters to
+    ``firsts``."""
+    gap = SECRET_RUN - _ANCHOR  # an anchor at p serves windows starting at p - gap .. p
+    out: list[int] = []
+    window = 0  # the first window no anchor serves yet
+    while window <= len(form) - SECRET_RUN:
+        # Farthest first at equal cost: fewer anchors.
+        pos = _cheapest(form, range(window + gap, window - 1, -1), firsts)
+        out.append(pos)
+        firsts.add(form[pos])
+        window = pos + 1
+    return out
+
+
+def _trie(words: set[str]) -> str:
+    """A regex matching any of ``words``, longest first at a position, with
+    common prefixes written once (a plain alternation of a few hundred
+    literals makes the regex engine try each at every character)."""
+    import re
+
+    root: dict[str, Any] = {}
+    for w in words:
+        d = root
+        for c in w:
+            d = d.setdefault(c, {})
+        d[""] = {}
+
+    def build(d: dict[str, Any]) -> str:
+        # A chain of single children is one literal: the recursion goes as
+        # deep as the branch points, not as the words are long.
+        alts = []
+        for c, sub in sorted(d.items()):
+            if not c:
+                continue
+            chars = [c]
+            while len(sub) == 1 and "" not in sub:
+                [(c, sub)] = sub.items()
+                chars.append(c)
+            alts.append(re.escape("".join(chars)) + build(sub))
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in d else body
+
+    return build(root)
 
 
 def _base64_cores(data: bytes) -> list[str]:
@@ -228,77 +407,119 @@ def _base64_cores(data: bytes) -> list[str]:
     return cores
 
 
-def _secret_forms(secret: str, usernames: list[str]) -> set[str]:
-    """Every way the secret is known to leave a process in text: as is,
-    escaped inside JSON, URL-encoded (urllib's quote and quote_plus, as in a
-    query string or a form body), base64 (AUTH LOGIN sends base64(password);
-    base64url too), the three alignment-independent base64 cores (inside a
-    larger base64 blob, see _base64_cores) and, with a username, the whole
-    AUTH PLAIN token base64(authzid \\0 user \\0 password), authzid empty or
-    the user."""
+def _secret_forms(secret: str, usernames: list[str]) -> tuple[set[str], set[str]]:
+    """Every way the secret is known to leave a process in text, as (whole
+    forms, text forms). Text forms: as is, escaped inside JSON, URL-encoded
+    (urllib's quote and quote_plus, as in a query string or a form body);
+    a piece of the secret is a piece of each, so any run of SECRET_RUN
+    characters of one is hidden. Whole forms, hidden only whole: base64
+    (AUTH LOGIN sends base64(password); base64url too), the three
+    alignment-independent base64 cores (inside a larger base64 blob, see
+    _base64_cores) and, with a username, the whole AUTH PLAIN token
+    base64(authzid \\0 user \\0 password), authzid empty or the user; and
+    the text forms shorter than SECRET_RUN."""
     import base64
     import json
     from urllib.parse import quote, quote_plus
 
     raw = secret.encode("utf-8")
-    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
-             quote(secret), quote(secret, safe=""), quote_plus(secret)}
+    text = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
+            quote(secret), quote(secret, safe=""), quote_plus(secret)}
     encoded = [base64.b64encode(raw).decode("ascii"), *_base64_cores(raw)]
     for user in usernames:
         u = user.encode("utf-8")
         encoded += [base64.b64encode(b"\0" + u + b"\0" + raw).decode("ascii"),
                     base64.b64encode(u + b"\0" + u + b"\0" + raw).decode("ascii")]
-    forms.update(encoded)
+    forms = set(encoded)
     forms.update(e.replace("+", "-").replace("/", "_") for e in encoded)  # base64url
     forms.update(e.rstrip("=") for e in encoded)  # unpadded
-    return {f for f in forms if len(f) >= 4}
+    runs = {f for f in text if len(f) >= SECRET_RUN}
+    forms.update(f for f in text if f not in runs)
+    return {f for f in forms if len(f) >= 4}, runs
 
 
 def _rebuild_redact_pattern() -> None:
-    import re
-
     logins: dict[str, list[str]] = {}
     for user, password in _resolved_logins:
         logins.setdefault(password, []).append(user)
-    forms: set[str] = set()
+    whole: set[str] = set()
+    runs: set[str] = set()
     for secret in _resolved_secrets:
-        forms |= _secret_forms(secret, logins.get(secret, []))
-    global _redact_pattern, _redact_forms
-    # Longest first: at one position the whole AUTH PLAIN token wins over the
-    # password's core inside it.
-    _redact_pattern = re.compile("|".join(
-        re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f)))) if forms else None
-    _redact_forms = tuple(forms)
+        w, r = _secret_forms(secret, logins.get(secret, []))
+        whole |= w
+        runs |= r
+    global _masker
+    _masker = _Masker(whole, runs) if whole or runs else None
 
 
-_redact_forms: tuple[str, ...] = ()
+_masker: _Masker | None = None  # None: no secret registered
 
 
 def redact_hold(text: str) -> int:
     """How many characters at the end of ``text``, a text still growing (an
     answer streaming in), must wait before they are shown: the longest end
-    of it that is the start of a form of a known secret, whose rest may be
-    in the next piece (redact() cannot recognise half a secret). 0 when the
-    end starts no secret, so the text shows as it comes."""
+    of it that the next piece may complete into something redact() hides,
+    i.e. the start of a whole form of a known secret, or a piece of
+    _ANCHOR to SECRET_RUN - 1 characters of one of its text forms
+    (redact() cannot recognise half a secret). 0 when the end starts
+    nothing, so the text shows as it comes. A piece of under _ANCHOR
+    characters is not held: one or two letters that occur somewhere in a
+    secret end almost every text, and holding them would stall what a
+    stream shows at each pause; if the secret does go on in the next piece,
+    those few characters have been shown (fewer than SECRET_RUN) and the
+    rest is hidden."""
+    masker = _masker
+    if masker is None:
+        return 0
     hold = 0
-    for form in _redact_forms:
+    for form in masker.starts:
         for k in range(min(len(form) - 1, len(text)), hold, -1):
             if text.endswith(form[:k]):
                 hold = k
                 break
+    for k in range(min(SECRET_RUN - 1, len(text)), max(hold, _ANCHOR - 1), -1):
+        end = text[-k:]
+        if any(end in form for form in masker.runs):
+            return k
     return hold
 
 
 def redact(text: str) -> str:
-    """Replace every secret this process has resolved with ***, in each form
-    a server or library may echo it (raw, URL-encoded, base64 alone, inside a
-    base64 blob or as an AUTH PLAIN token; see _secret_forms), so that an
-    error text, event, log line or LLM request quoting one cannot leak it.
-    One precompiled alternation; with no secret registered it costs one test."""
-    pattern = _redact_pattern
-    if pattern is None or not text:
+    """Replace every secret this process has resolved with ***: any run of
+    SECRET_RUN or more characters of it (as is, JSON-escaped, URL-encoded),
+    and each whole form a server or library may echo it in (base64 alone,
+    inside a base64 blob or as an AUTH PLAIN token; see _secret_forms), so
+    that an error text, event, log line or LLM request quoting one, whole
+    or in pieces, cannot leak it. One precompiled search; with no secret
+    registered it costs one test, and a text without a secret one search."""
+    masker = _masker
+    if masker is None or not text:
         return text
-    return pattern.sub("***", text)
+    m = masker.search(text)
+    return text if m is None else masker.mask(text, m)
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter for a handler that writes where a person reads
+    (the CLI's stderr): every record's text and traceback through redact().
+    Libraries log at DEBUG what a server sent (httpcore the response
+    headers), so ``switchboard -v`` would otherwise print a secret a server
+    echoes. With no secret registered it costs one test per record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _masker is None:
+            return True
+        text = record.getMessage()
+        masked = redact(text)
+        if masked is not text:
+            record.msg, record.args = masked, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
 
 
 def register_secret(value: str | None, username: str | None = None) -> str | None:
@@ -361,6 +582,52 @@ def resolve_secret(ref: Any, *, param: str = "", username: str | None = None) ->
         register_secret(value, username or entry or None)
         return value
     raise NodeConfigError(f"{where}a secret must name an env var or a keyring entry")
+
+
+def register_flow_secrets(nodes: Iterable[Node]) -> None:
+    """Resolve and register, before a run's first node runs, every secret
+    its nodes name, so that redact() hides it from the start: a node that
+    prints one (a file, a server's reply) before the node that uses it has
+    run must not put it into an event or the run history in plain text.
+    Named are: a secret param's reference ({"env": NAME} or {"keyring": ...},
+    set in the flow or the param's default), the variable a ``*_env`` param
+    names (the convention for "the variable that holds the key", as the
+    agent's api_key_env) and each secret reference among the values of an
+    ``env`` object param (an MCP server's environment). A secret that cannot
+    be resolved now is left out: its node says why when it runs."""
+    values: list[str] = []
+    for node in nodes:
+        for p in node.spec.params:
+            bp = node.__dict__.get(p.name)
+            if type(bp) is not BoundParam or bp.scope is not Scope.CUSTOM:
+                continue
+            value = bp.value
+            if p.secret:
+                refs = [value]
+            elif p.name.endswith("_env") and isinstance(value, str) and value:
+                refs = [{"env": value}]
+            elif p.name == "env" and isinstance(value, dict):
+                refs = list(value.values())
+            else:
+                continue
+            for ref in refs:
+                if not is_secret_ref(ref):
+                    continue
+                if "env" in ref:
+                    found = os.environ.get(ref["env"])
+                    if found is not None:
+                        values.append(found)
+                    continue
+                try:
+                    resolve_secret(ref, param=p.name)  # a keyring entry: registers it
+                except Exception:  # noqa: BLE001 - reported by the node when it runs
+                    log.debug("node %s: secret of param %s not resolved at run start",
+                              node.id, p.name)
+    new = [v for v in values if len(v) >= 4 and v not in _resolved_secrets]
+    if new:
+        with _redact_lock:
+            _resolved_secrets.update(new)
+            _rebuild_redact_pattern()
 
 
 def is_secret_ref(value: Any) -> bool:

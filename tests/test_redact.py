@@ -133,7 +133,7 @@ def test_short_secrets_are_not_registered():
 
 
 def test_no_secret_costs_nothing(monkeypatch):
-    monkeypatch.setattr(node_mod, "_redact_pattern", None)
+    monkeypatch.setattr(node_mod, "_masker", None)
     text = "some text " * 10
     assert redact(text) is text
 
@@ -141,6 +141,71 @@ def test_no_secret_costs_nothing(monkeypatch):
 def test_register_secret_returns_the_value():
     assert register_secret("returned-value-1234", username="u") == "returned-value-1234"
     assert register_secret(None) is None
+
+
+# -- pieces of a secret: any run of SECRET_RUN characters ------------------------
+
+RUN_PW = "k7Qm2xZp9RtLw4Vb8NcYs3Hd"  # 24 characters, none repeated in a row
+
+
+def test_any_run_of_8_characters_of_a_secret_is_hidden():
+    register_secret(RUN_PW)
+    assert node_mod.SECRET_RUN == 8
+    for length in range(1, len(RUN_PW) + 1):
+        for start in range(len(RUN_PW) - length + 1):
+            piece = RUN_PW[start:start + length]
+            shown = redact(f"<{piece}>")
+            if length >= 8:
+                assert shown == "<***>", (start, length, shown)
+            else:  # shorter pieces are shown: see docs/credentials.md, Masking
+                assert shown == f"<{piece}>", (start, length, shown)
+
+
+def test_two_pieces_and_a_piece_inside_other_text_are_hidden():
+    register_secret(RUN_PW)
+    head, tail = RUN_PW[:13], RUN_PW[13:]
+    assert redact(f"X-Head: {head}\n\n{{\"tail\": \"{tail}\"}}") == \
+        'X-Head: ***\n\n{"tail": "***"}'
+    # Glued to other letters on both sides: the run alone goes.
+    assert redact(f"abc{RUN_PW[3:15]}xyz") == "abc***xyz"
+    # Two pieces back to back are one run of text to hide.
+    assert redact(f"{RUN_PW[:10]}{RUN_PW[5:20]}!") == "***!"
+
+
+def test_runs_of_the_url_encoded_and_json_escaped_forms_are_hidden():
+    pw = 'a/b"c d+e&f\\g-runs-7715'
+    register_secret(pw)
+    assert redact(quote(pw, safe="")[4:20]) == "***"
+    assert redact(json.dumps(pw)[5:20]) == "***"
+
+
+def test_a_secret_under_8_characters_is_hidden_only_whole():
+    register_secret("Qx7#kP")
+    assert redact("key Qx7#kP") == "key ***"
+    assert redact("key Qx7#k and x7#kP") == "key Qx7#k and x7#kP"
+
+
+def test_the_end_of_a_growing_text_is_held_while_it_may_be_the_start_of_a_run():
+    register_secret(RUN_PW)
+    assert node_mod.redact_hold("answer: " + RUN_PW[4:11]) == 7  # 7 of a run, 1 more hides it
+    assert node_mod.redact_hold("answer: " + RUN_PW[4:9]) >= 5
+    assert node_mod.redact_hold("answer: " + RUN_PW[4:8]) >= 4
+    # Fewer than 4 characters are not held (they end almost every text).
+    assert node_mod.redact_hold("answer: " + RUN_PW[4:7]) == 0
+
+
+def test_a_long_secret_registers_and_is_hidden_in_pieces():
+    # A private key as a secret: thousands of characters, compiled into one
+    # search without any recursion limit.
+    import random
+
+    rng = random.Random(7)
+    pem = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+                  for _ in range(4000))
+    register_secret(pem)
+    assert redact(f"key: {pem}") == "key: ***"
+    assert redact(f"[{pem[1000:1009]}] [{pem[2500:2507]}]") == f"[***] [{pem[2500:2507]}]"
+    assert redact(b64(pem)) == "***"
 
 
 # -- end to end: an SMTP server that echoes the AUTH line -----------------------
@@ -284,3 +349,16 @@ async def test_a_secret_inside_a_message_is_masked_in_debug_stats_and_trace():
     assert_clean(text, MSG_PW)
     # The message itself is the flow's data and stays as it was.
     assert r.node("r").seen[0]["payload"]["note"] == f"key={MSG_PW}"
+
+
+def test_a_word_inside_a_secret_of_more_than_letters_stays_readable():
+    """A run that reads like a word ("credential" of "sk-stored-credential-777")
+    is the secret's least secret part and ordinary text's most common one:
+    it is shown. The runs around it are not; nor is any run of a secret
+    that is letters alone (a passphrase, an app password)."""
+    register_secret("sk-worded-credential-5150")
+    assert redact("no credential named 'typo'") == "no credential named 'typo'"
+    assert redact("key sk-worded-cred") == "key ***"
+    assert redact("x=credential-5150") == "x=***"
+    register_secret("qwhvmzprtkdlsbna")  # an app password: 16 letters
+    assert redact("first half qwhvmzpr") == "first half ***"
