@@ -6,8 +6,9 @@ the file it belongs to, however it is opened (command line, File > Open,
 recent files). A recovery file older than its flow file (the file was saved
 after it, by another window or program) is not offered, and is kept.
 
-Recovery files are written atomically (runtime.flow.write_atomic), so a
-crash during an autosave leaves the previous copy, never half a file."""
+Recovery files are written atomically (runtime.paths.write_atomic_bytes), so
+a crash during an autosave leaves the previous copy, never half a file, and
+readable by the user alone (0600, in the 0700 data dir)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
 
-from runtime.flow import Flow, parse_flow, write_atomic
+from runtime.flow import Flow, parse_flow
+from runtime.paths import data_dir, write_atomic_bytes
 
 RECOVERY_FORMAT = "switchboard.recovery/1"
 DEFAULT_INTERVAL_MS = 5000
@@ -29,14 +31,7 @@ _serial = count(1)
 
 
 def recovery_dir() -> Path:
-    override = os.environ.get("SWITCHBOARD_DATA_DIR")
-    if override:
-        base = Path(override)
-    else:
-        import platformdirs
-
-        base = Path(platformdirs.user_data_dir("switchboard", appauthor=False))
-    return base / "recovery"
+    return data_dir() / "recovery"
 
 
 def _alive(pid: int, mtime: float) -> bool:
@@ -167,7 +162,8 @@ class Autosave(QObject):
             "flow": self.doc.flow.to_json(),
         }
         try:
-            write_atomic(self.path, json.dumps(data, indent=1, ensure_ascii=False))
+            write_atomic_bytes(self.path, json.dumps(data, indent=1, ensure_ascii=False)
+                               .encode("utf-8"), 0o600)
             self._dirty = False
         except OSError:
             pass  # a full disk must not interrupt editing; the next tick retries

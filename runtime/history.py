@@ -28,6 +28,8 @@ tick, not one per event. WAL mode lets a reader list runs while a run writes.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import logging
 import re
@@ -36,14 +38,18 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .events import Event, MessageSent, RunFinished, RunReplay, RunStarted, Stats, read_event
-from .paths import DATA_DIR_ENV, data_dir  # noqa: F401 - re-exported
+from .paths import DATA_DIR_ENV, data_dir, private_file  # noqa: F401 - re-exported
 
 log = logging.getLogger(__name__)
 
 DB_NAME = "history.sqlite3"
 MAX_EVENTS = 200_000
+#: Most characters of JSON one stored event may take (about 1 MB): a larger
+#: one (a debug node printing a 400 MB payload) is stored cut, see _bounded.
+MAX_EVENT_CHARS = 1_000_000
 SCHEMA_VERSION = 2
 
 _SCHEMA = """
@@ -99,6 +105,17 @@ class History:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path else data_dir() / DB_NAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Runs hold what flows read and said: the file is the user's alone
+        # (0600; SQLite gives its -wal and -shm files the same mode). The
+        # own history is tightened if an older version left it open; a file
+        # named by path (a shared history, docs/queue.md) keeps its mode.
+        if path is None:
+            for p in (self.path, *(self.path.with_name(self.path.name + x)
+                                   for x in ("-wal", "-shm"))):
+                if p is self.path or p.exists():
+                    private_file(p)
+        elif not self.path.exists():
+            private_file(self.path)
         self._db = sqlite3.connect(self.path, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -306,7 +323,10 @@ class RunRecorder:
         if self._seq >= MAX_EVENTS and event.type != "run.finished":
             self._dropped += 1
             return
-        self._pending.append((self.run_id, self._seq, event.type, event.model_dump_json()))
+        data = event.model_dump_json()
+        if len(data) > MAX_EVENT_CHARS:
+            data = _bounded(event, len(data))
+        self._pending.append((self.run_id, self._seq, event.type, data))
         self._seq += 1
 
     def flush(self) -> None:
@@ -358,3 +378,68 @@ class RunRecorder:
                     (self.run_id,))
 
 
+
+
+# -- events too large to keep whole ------------------------------------------
+
+#: (longest string, most items of a list or object) kept, tried in turn
+#: until the event fits MAX_EVENT_CHARS.
+_CUTS = ((MAX_EVENT_CHARS // 8, 1000), (16_000, 300), (4000, 100), (500, 30), (40, 3))
+_CUT_DEPTH = 40
+
+
+def _bounded(event: Event, size: int) -> str:
+    """``event`` (whose JSON is ``size`` characters, more than
+    MAX_EVENT_CHARS) as JSON that fits: the same type and fields, with
+    each long string cut and ending in a note that says how much is not
+    kept and why, and long lists and objects cut to their first items with
+    a last item that counts the rest. Tried with looser bounds first; each
+    try is checked to read back as its type (a field typed as a list of
+    objects gets no counting item). An event that fits no try is kept as
+    its scalar fields alone."""
+    note = (f" … [{{}} more characters not kept: this {event.type} event was "
+            f"{size / 1e6:.1f} MB, run history keeps at most "
+            f"{MAX_EVENT_CHARS / 1e6:.0f} MB of one]")
+    fields = {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}
+    for limit, items in _CUTS:
+        for marks in (True, False):
+            shrunk = {k: _cut(v, limit, items, marks, note, _CUT_DEPTH) for k, v in fields.items()}
+            data = json.dumps(shrunk, ensure_ascii=False)
+            if len(data) <= MAX_EVENT_CHARS and _reads_back(data):
+                log.info("run history: a %s event of %.1f MB stored cut to %.1f MB",
+                         event.type, size / 1e6, len(data) / 1e6)
+                return data
+    scalars = {k: _cut(v, 200, 0, False, note, 0) for k, v in fields.items()
+               if v is None or isinstance(v, (str, int, float, bool))}
+    return json.dumps(scalars, ensure_ascii=False)
+
+
+def _reads_back(data: str) -> bool:
+    try:
+        return read_event(data) is not None
+    except ValueError:
+        return False
+
+
+def _cut(value: Any, limit: int, items: int, marks: bool, note: str, depth: int) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit] + note.format(len(value) - limit)
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, dict):
+        if depth <= 0:
+            return f"<an object of {len(value)} keys, not kept>" if marks else {}
+        out = {str(k)[:limit]: _cut(v, limit, items, marks, note, depth - 1)
+               for k, v in itertools.islice(value.items(), items)}
+        if marks and len(value) > items:
+            out["…"] = f"{len(value) - items} more keys not kept"
+        return out
+    if isinstance(value, (list, tuple)):
+        if depth <= 0:
+            return f"<a list of {len(value)} items, not kept>" if marks else []
+        out_list = [_cut(v, limit, items, marks, note, depth - 1)
+                    for v in itertools.islice(value, items)]
+        if marks and len(value) > items:
+            out_list.append(f"… {len(value) - items} more items not kept")
+        return out_list
+    return _cut(repr(value), limit, items, marks, note, depth)

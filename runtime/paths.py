@@ -1,4 +1,5 @@
-"""Where Switchboard keeps its data (run history, plugins, caches)."""
+"""Where Switchboard keeps its data (run history, plugins, caches), readable
+by the user alone."""
 
 from __future__ import annotations
 
@@ -11,13 +12,69 @@ DATA_DIR_ENV = "SWITCHBOARD_DATA_DIR"
 
 def data_dir() -> Path:
     """``$SWITCHBOARD_DATA_DIR`` if set (tests, portable installs), else the
-    platform's user data dir."""
+    platform's user data dir. It holds the run history, outbox mails, the
+    credentials file and crash-recovery copies, so it is the user's alone:
+    made 0700 if missing, and tightened to 0700 if an older version left it
+    open to others (see private_dir)."""
     override = os.environ.get(DATA_DIR_ENV)
     if override:
-        return Path(override)
-    import platformdirs
+        path = Path(override)
+    else:
+        import platformdirs
 
-    return Path(platformdirs.user_data_dir("switchboard", appauthor=False))
+        path = Path(platformdirs.user_data_dir("switchboard", appauthor=False))
+    private_dir(path)
+    return path
+
+
+def private_dir(path: Path) -> None:
+    """Make the folder ``path`` (and its parents, with the usual mode) if it
+    is missing, readable by this user alone (0700, whatever the umask); an
+    existing one of this user that others may read is tightened to 0700.
+    Nothing on Windows (a profile's folders are private by their ACL) and
+    nothing that fails here is reported: a folder that cannot be made or
+    changed fails, naming itself, where a file is written into it."""
+    if os.name == "nt":
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.mkdir(path, 0o700)  # the umask only takes bits away
+            return
+        except FileExistsError:  # made meanwhile by another process
+            st = os.stat(path)
+        except OSError:
+            return
+    except OSError:
+        return
+    _tighten(path, st, 0o700)
+
+
+def private_file(path: Path) -> None:
+    """Make the file ``path`` if it is missing, empty and 0600 (whatever the
+    umask), so that what is written into it later is never readable by
+    others, not even for a moment; an existing one of this user that others
+    may read is tightened to 0600. Nothing on Windows."""
+    if os.name == "nt":
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return  # the caller's own open says why
+    try:
+        _tighten(path, os.fstat(fd), 0o600)
+    finally:
+        os.close(fd)
+
+
+def _tighten(path: Path, st: os.stat_result, mode: int) -> None:
+    if st.st_mode & 0o077 and st.st_uid == os.geteuid():
+        try:
+            os.chmod(path, mode)
+        except OSError:
+            pass
 
 
 def write_atomic_bytes(path: Path, data: bytes, mode: int) -> None:

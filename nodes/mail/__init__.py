@@ -171,12 +171,17 @@ class SendMail(Node):
             from runtime.history import data_dir
 
             folder_path = data_dir() / "outbox"
-        folder_path.mkdir(parents=True, exist_ok=True)
+        # A mail is the user's alone: its folder 0700 when made here, the
+        # file 0600 from its first byte, whatever the umask.
+        folder_path.mkdir(mode=0o700, parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         token = mid.strip("<>").split("@")[0].replace(".", "")[-10:]
         path = folder_path / f"{stamp}-{token}.eml"
         tmp = path.with_suffix(".eml.tmp")
-        tmp.write_bytes(bytes(mail))
+        tmp.unlink(missing_ok=True)  # a crash's leftover keeps its mode otherwise
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(bytes(mail))
         os.replace(tmp, path)
         return path
 
