@@ -691,9 +691,18 @@ def _hidden_folders(runtime_dirs: bool) -> tuple[str, ...]:
                 found.append(os.path.realpath(candidate))
     kept: list[str] = []
     for path in sorted(set(found)):  # a folder inside another hidden one needs no mount
-        if not any(path == k or path.startswith(k.rstrip("/") + "/") for k in kept):
+        if not any(_inside(path, k) for k in kept):
             kept.append(path)
+    for python in (os.path.realpath(sys.executable), os.path.realpath(sys.prefix)):
+        if any(_inside(python, k) for k in kept):
+            raise SandboxUnavailable(f"Python ({python}) is inside the data folder {found[0]}, "
+                                     "which scripts must not reach; set SWITCHBOARD_DATA_DIR to "
+                                     "a folder outside it")
     return tuple(kept)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def _bwrap_prefix(bwrap: str, hidden: tuple[str, ...]) -> list[str]:
