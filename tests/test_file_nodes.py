@@ -624,8 +624,9 @@ async def test_excel_read_sheet_header_row_and_range(base: Path, workbook: Path)
 
 
 async def test_excel_refuses_a_part_that_unpacks_too_big(base: Path):
-    # Parts other than worksheets are loaded whole: their unpacked size is
-    # read from the zip directory before openpyxl opens the file.
+    # Every part's unpacked size is read from the zip directory before
+    # anything is unpacked (tests/test_security_xlsx.py has the worksheet
+    # bombs, the lying directories and the sparse rows).
     await ok("excel.write", base, [{"t": "x"}], path="plain.xlsx")
     with zipfile.ZipFile(base / "plain.xlsx") as src, \
             zipfile.ZipFile(base / "bomb.xlsx", "w", zipfile.ZIP_DEFLATED) as dst:

@@ -2,18 +2,29 @@
 is imported when the first workbook is opened (the palette imports this
 module and never needs it).
 
-Reading streams the sheet (openpyxl's read-only mode) and stops at
-max_rows; the parts openpyxl loads whole (shared strings, styles) are
-measured in the zip's directory before it opens the file, so a small file
-that unpacks to gigabytes is refused. Writing keeps numbers as numbers,
-writes dates as ISO text, and writes text that starts with '=' as text, not
-as a formula, unless the designer allows formulas."""
+An .xlsx file is a zip of XML parts, and a small one can unpack to
+gigabytes, so every part is opened through a bounded reader (_Archive):
+its declared size (the zip directory's) and the bytes it really unpacks
+are both held to max_bytes, all parts of one read together to
+TOTAL_FACTOR x max_bytes, and what it unpacks must match what it declares.
+Reading walks the sheet's XML itself (not openpyxl's iter_rows, which
+makes up every missing row between row 1 and row 2,000,000,000): every row
+element counts against Excel's 1,048,576 rows whether it is empty or not,
+a row numbered past that is refused, and one row may hold at most
+MAX_ROW_ELEMENTS XML elements. The worker thread checks a stop flag for
+every row and every chunk it unpacks, so a cancelled call (a tool timeout,
+the run stopping) stops parsing instead of running on. Writing keeps
+numbers as numbers, writes dates as ISO text, and writes text that starts
+with '=' as text, not as a formula, unless the designer allows formulas."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import os
+import threading
+import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +51,19 @@ from .csv_nodes import check_columns, check_rows
 from .paths import quote, shown
 
 #: Default largest workbook read or appended to (50 MB), and the most any
-#: part openpyxl loads whole may unpack to.
+#: part of it may unpack to.
 DEFAULT_MAX_XLSX_BYTES = 50_000_000
+#: What all the parts one read unpacks may add up to, as a multiple of
+#: max_bytes (a read unpacks the sheet, the shared strings, the styles and
+#: a few small parts; appending loads every sheet).
+TOTAL_FACTOR = 4
+#: Largest zip directory (the list of parts): each entry costs memory to
+#: open, and 4 MB lists tens of thousands of parts, more than any workbook.
+MAX_DIRECTORY_BYTES = 4_000_000
+#: Most XML elements in one row of a sheet (or between two rows): a row
+#: holds at most 16,384 cells, a few elements each, and every element of
+#: a row is in memory until the row ends.
+MAX_ROW_ELEMENTS = 262_144
 #: Widest row read: a sheet or range wider than this is refused.
 MAX_COLUMNS = 1024
 #: Excel's own limits.
@@ -59,32 +81,200 @@ def _openpyxl() -> Any:
     return openpyxl
 
 
-def _check_zip(f: Any, raw: Any, max_bytes: int) -> None:
-    import zipfile
+class _Stopped(NodeConfigError):
+    """The call that wanted the rows was cancelled: the worker stops."""
 
-    try:
-        with zipfile.ZipFile(f) as archive:
-            parts = archive.infolist()
-    except zipfile.BadZipFile:
-        raise NodeConfigError(f"path: '{quote(str(raw))}' is not an .xlsx workbook (an old .xls "
-                              "file must be saved as .xlsx first)") from None
-    for info in parts:
-        # Worksheets are streamed and bounded by max_rows; everything else
-        # openpyxl reads into memory at once.
-        if not info.filename.startswith("xl/worksheets/") and info.file_size > max_bytes:
+
+def _check_stop(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise _Stopped("the read was cancelled")
+
+
+class _Part:
+    """One part of the workbook as openpyxl reads it: counts what it
+    really unpacks, against max_bytes, against the size the zip directory
+    declares, and (through the archive) against the read's total."""
+
+    def __init__(self, archive: _Archive, info: Any, fp: Any) -> None:
+        self.archive, self.info, self.fp = archive, info, fp
+        self.count = 0
+
+    def read(self, n: int | None = -1) -> bytes:
+        if n is None or n < 0:
+            chunks = []
+            while chunk := self.read(1 << 16):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        archive = self.archive
+        _check_stop(archive.stop)
+        try:
+            data = self.fp.read(n)
+        except zipfile.BadZipFile as exc:  # a CRC that does not match what unpacked
+            raise archive.problem(self.info, f"is damaged ({quote(str(exc))})") from None
+        except Exception as exc:  # noqa: BLE001 - zlib.error, EOFError, OSError
+            raise archive.problem(self.info, f"cannot be unpacked ({type(exc).__name__}: "
+                                  f"{quote(str(exc))})") from None
+        got = len(data)
+        self.count += got
+        archive.total += got
+        declared = self.info.file_size
+        if self.count > declared:
+            raise archive.problem(self.info, f"unpacks to more than the {declared:,} bytes "
+                                  "the zip directory declares for it; the file is damaged or "
+                                  "crafted")
+        if self.count > archive.max_bytes:  # only when declared > max_bytes slipped by
+            raise archive.too_big(self.info, f"more than {archive.max_bytes:,}")
+        if archive.total > archive.max_total:
             raise NodeConfigError(
-                f"max_bytes: the part {quote(info.filename)} of '{quote(str(raw))}' unpacks to "
-                f"{info.file_size:,} bytes, more than max_bytes={max_bytes:,}")
+                f"max_bytes: reading '{quote(str(archive.raw))}' unpacked more than "
+                f"{archive.max_total:,} bytes in all ({TOTAL_FACTOR} x max_bytes="
+                f"{archive.max_bytes:,})")
+        if not got and n and self.count != declared:
+            raise archive.problem(self.info, f"unpacks to {self.count:,} bytes, not the "
+                                  f"{declared:,} the zip directory declares for it; the file "
+                                  "is damaged or crafted")
+        return data
+
+    def close(self) -> None:
+        self.fp.close()
+
+    def __enter__(self) -> _Part:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Archive:
+    """The workbook's zip as openpyxl sees it (``namelist``, ``open``,
+    ``read``, ``close``): every part is opened through a _Part. The part is
+    unpacked as if it declared one byte more than max_bytes, so that what it
+    really holds is counted rather than cut at the declared size (Python's
+    zip reader stops there silently when the CRC was forged to match)."""
+
+    def __init__(self, zf: zipfile.ZipFile, raw: Any, max_bytes: int,
+                 stop: threading.Event | None) -> None:
+        self.zip, self.raw, self.max_bytes, self.stop = zf, raw, max_bytes, stop
+        self.max_total = TOTAL_FACTOR * max_bytes
+        self.total = 0
+        self.filename = zf.filename
+
+    def problem(self, info: Any, what: str) -> NodeConfigError:
+        return NodeConfigError(f"path: the part {quote(info.filename)} of "
+                               f"'{quote(str(self.raw))}' {what}")
+
+    def too_big(self, info: Any, size: str) -> NodeConfigError:
+        return NodeConfigError(f"max_bytes: the part {quote(info.filename)} of "
+                               f"'{quote(str(self.raw))}' unpacks to {size} bytes, more than "
+                               f"max_bytes={self.max_bytes:,}")
+
+    def namelist(self) -> list[str]:
+        return self.zip.namelist()
+
+    def infolist(self) -> list:
+        return self.zip.infolist()
+
+    def getinfo(self, name: str) -> Any:
+        return self.zip.getinfo(name)
+
+    def open(self, name: Any, mode: str = "r", pwd: bytes | None = None) -> _Part:
+        import copy
+
+        if mode != "r":
+            raise ValueError("the workbook is opened for reading only")
+        info = name if isinstance(name, zipfile.ZipInfo) else self.zip.getinfo(name)
+        if info.file_size > self.max_bytes:
+            raise self.too_big(info, f"{info.file_size:,}")
+        _check_stop(self.stop)
+        generous = copy.copy(info)
+        generous.file_size = self.max_bytes + 1
+        return _Part(self, info, self.zip.open(generous, "r", pwd))
+
+    def read(self, name: Any, pwd: bytes | None = None) -> bytes:
+        with self.open(name, "r", pwd) as part:
+            return part.read()
+
+    def close(self) -> None:
+        self.zip.close()
+
+
+def _not_xlsx(raw: Any) -> NodeConfigError:
+    return NodeConfigError(f"path: '{quote(str(raw))}' is not an .xlsx workbook (an old .xls "
+                           "file must be saved as .xlsx first)")
+
+
+def _check_directory(f: Any, raw: Any) -> None:
+    """Refuse, before the zip is opened, a directory so long that opening
+    it costs memory: a 50 MB zip can list a million empty parts."""
+    end_record = getattr(zipfile, "_EndRecData", None)  # what ZipFile itself reads
+    try:
+        record = end_record(f) if end_record is not None else None
+    except OSError:
+        record = None
+    if end_record is not None and not record:
+        raise _not_xlsx(raw)
+    size = record[getattr(zipfile, "_ECD_SIZE", 5)] if record else 0
+    if size > MAX_DIRECTORY_BYTES:
+        raise NodeConfigError(f"path: the zip directory (list of parts) of '{quote(str(raw))}' "
+                              f"is {size:,} bytes, more than the {MAX_DIRECTORY_BYTES:,} a "
+                              "workbook may have")
     f.seek(0)
 
 
-def _load(f: Any, raw: Any, **kw: Any) -> Any:
-    openpyxl = _openpyxl()
+def _workbook(f: Any, raw: Any, max_bytes: int, stop: threading.Event | None, *,
+              read_only: bool) -> Any:
+    """The workbook in ``f``, opened by openpyxl through an _Archive; in
+    read-only mode its sheets are not parsed until read_excel walks one."""
+    _openpyxl()
+    from openpyxl.reader.excel import ExcelReader
+    from openpyxl.worksheet._read_only import ReadOnlyWorksheet
+
+    class Sheet(ReadOnlyWorksheet):
+        def _get_size(self) -> None:
+            """openpyxl parses every sheet up to its <dimension> when the
+            workbook opens (the whole sheet when it has none); read_excel
+            takes the dimension from the one sheet it walks."""
+
+    class Reader(ExcelReader):
+        def read_worksheets(self) -> None:
+            if not self.read_only:
+                return super().read_worksheets()
+            for sheet, rel in self.parser.find_sheets():
+                if rel.target not in self.valid_files:
+                    continue
+                if "chartsheet" in rel.Type:
+                    self.read_chartsheet(sheet, rel)
+                    continue
+                ws = Sheet(self.wb, sheet.name, rel.target, self.shared_strings)
+                ws.sheet_state = sheet.state
+                self.wb._sheets.append(ws)
+            return None
+
+    _check_directory(f, raw)
     try:
-        return openpyxl.load_workbook(f, **kw)
+        reader = Reader(f, read_only=read_only, data_only=read_only)
+    except zipfile.BadZipFile:
+        raise _not_xlsx(raw) from None
     except Exception as exc:  # noqa: BLE001 - openpyxl raises many kinds on a broken file
-        raise NodeConfigError(f"path: '{quote(str(raw))}' is not a workbook openpyxl can read "
-                              f"({type(exc).__name__}: {quote(str(exc))})") from None
+        raise _unreadable(raw, exc) from None
+    archive = reader.archive = _Archive(reader.archive, raw, max_bytes, stop)
+    try:
+        for info in archive.infolist():  # every part, read or not, as its directory says
+            if info.file_size > max_bytes:
+                raise archive.too_big(info, f"{info.file_size:,}")
+        reader.read()
+    except NodeConfigError:
+        reader.archive.close()
+        raise
+    except Exception as exc:  # noqa: BLE001 - openpyxl raises many kinds on a broken file
+        reader.archive.close()
+        raise _unreadable(raw, exc) from None
+    return reader.wb
+
+
+def _unreadable(raw: Any, exc: BaseException) -> NodeConfigError:
+    return NodeConfigError(f"path: '{quote(str(raw))}' is not a workbook openpyxl can read "
+                           f"({type(exc).__name__}: {quote(str(exc))})")
 
 
 def pick_sheet(wb: Any, sheet: Any) -> Any:
@@ -169,9 +359,9 @@ class ReadExcel(FileNode):
                        default=1, allow=AI | CUSTOM | MESSAGE)
     max_rows = Param(int, "Most rows read; a longer sheet or range is refused",
                      default=DEFAULT_MAX_ROWS, allow=CUSTOM, group="advanced")
-    max_bytes = Param(int, "Largest workbook read, in bytes (and most a part of it loaded "
-                      "whole may unpack to)", default=DEFAULT_MAX_XLSX_BYTES, allow=CUSTOM,
-                      group="advanced")
+    max_bytes = Param(int, "Largest workbook read, in bytes, and most any part of it may "
+                      "unpack to (all parts together: 4 times this)",
+                      default=DEFAULT_MAX_XLSX_BYTES, allow=CUSTOM, group="advanced")
     base_folder = base_folder_param()
     allow_absolute = allow_absolute_param()
 
@@ -202,12 +392,17 @@ class ReadExcel(FileNode):
         bounds = parse_range(cell_range) if cell_range else (None, None, None, None)
         base = self.base()
 
+        stop = threading.Event()
+
         def work() -> tuple[list, list[str], str]:
             target = self.resolve("path", msg, base, raw, must_exist=True)
             regular_file(target, "path", raw, max_bytes)
-            return read_excel(target, raw, sheet, bounds, header_row, max_rows, max_bytes)
+            return read_excel(target, raw, sheet, bounds, header_row, max_rows, max_bytes, stop)
 
-        rows, columns, name = await self.run_blocking(work)
+        try:
+            rows, columns, name = await self.run_blocking(work)
+        finally:
+            stop.set()  # cancelled (a tool timeout, the run stopping): the worker stops too
         self.rows.set(msg, rows)
         self.columns.set(msg, columns)
         self.sheet_name.set(msg, name)
@@ -215,43 +410,31 @@ class ReadExcel(FileNode):
 
 
 def read_excel(path: Path, raw: Any, sheet: Any, bounds: tuple, header_row: int, max_rows: int,
-               max_bytes: int) -> tuple[list, list[str], str]:
+               max_bytes: int, stop: threading.Event | None = None) -> tuple[list, list[str], str]:
+    """The rows of a sheet, as ReadExcel outputs them. ``stop``, once set,
+    ends the read at the next row or chunk unpacked (the caller gave up)."""
     from openpyxl.utils.cell import get_column_letter
 
-    min_col, min_row, max_col, max_row = bounds
+    min_col = bounds[0]
     try:
         f = open(path, "rb")
     except OSError as exc:
         raise os_problem(exc, "path", raw) from None
     with f:
-        _check_zip(f, raw, max_bytes)
-        wb = _load(f, raw, read_only=True, data_only=True)
+        wb = _workbook(f, raw, max_bytes, stop, read_only=True)
         try:
             ws = pick_sheet(wb, sheet)
-            if max_col is None:
-                width = ws.max_column or 0
-                first = min_col or 1
-                if width - first + 1 > MAX_COLUMNS:
-                    raise NodeConfigError(
-                        f"range: the sheet '{quote(ws.title)}' is {width:,} columns wide, more "
-                        f"than the {MAX_COLUMNS:,} a row may have; give a range")
             first_col = min_col or 1
             columns: list[str] = []
             rows: list = []
             append = rows.append
             width = number_seen = 0
-            for number, values in enumerate(ws.iter_rows(
-                    min_row=min_row, max_row=max_row, min_col=min_col, max_col=max_col,
-                    values_only=True), 1):
-                if len(values) > MAX_COLUMNS:
-                    raise NodeConfigError(
-                        f"range: row {number} of sheet '{quote(ws.title)}' is {len(values):,} "
-                        f"cells wide, more than the {MAX_COLUMNS:,} a row may have; give a range")
+            for number, values in _sheet_rows(wb, ws, raw, bounds, stop):
                 number_seen = number
                 if number < header_row:
                     continue
-                if number == header_row:
-                    names = list(values)
+                if header_row and not columns:
+                    names = list(values) if number == header_row else []
                     while names and names[-1] is None:
                         names.pop()
                     if not names:
@@ -280,6 +463,119 @@ def read_excel(path: Path, raw: Any, sheet: Any, bounds: tuple, header_row: int,
             return rows, columns, ws.title
         finally:
             wb.close()
+
+
+def _sheet_rows(wb: Any, ws: Any, raw: Any, bounds: tuple,
+                stop: threading.Event | None) -> Iterator[tuple[int, tuple | list]]:
+    """(the row's number in the range, counting from 1; its values) for
+    each row the sheet's XML holds in the range, padded to the range's (or
+    the sheet's <dimension>'s) last column as openpyxl's read-only rows
+    are. Rows the XML leaves out are not made up: read_excel skips empty
+    rows anyway, and one at row 2,000,000,000 would take hours of them."""
+    from openpyxl.worksheet._reader import (
+        DATA_TAG,
+        DIMENSION_TAG,
+        ROW_TAG,
+        WorkSheetParser,
+    )
+    from openpyxl.xml.functions import iterparse
+
+    min_col, min_row, max_col, max_row = bounds
+    first_col = min_col or 1
+    first_row = min_row or 1
+    title = quote(ws.title)
+    part = getattr(ws, "_worksheet_path", None)
+    if part is None:
+        raise NodeConfigError(f"sheet: '{title}' is a chart sheet; it holds no rows")
+    src = wb._archive.open(part)
+    parser = WorkSheetParser(src, ws._shared_strings, data_only=True, epoch=wb.epoch,
+                             date_formats=wb._date_formats,
+                             timedelta_formats=wb._timedelta_formats)
+    last = seen = elements = 0
+    try:
+        with src:
+            for _event, el in iterparse(src):
+                tag = el.tag
+                if tag != ROW_TAG:
+                    elements += 1
+                    if elements > MAX_ROW_ELEMENTS:
+                        where = f"after row {last:,}" if last else "before its first row"
+                        raise NodeConfigError(
+                            f"path: sheet '{title}' of '{quote(str(raw))}' holds more than "
+                            f"{MAX_ROW_ELEMENTS:,} XML elements in one row ({where}); no real "
+                            "sheet does")
+                    if tag == DATA_TAG:
+                        break  # the values are all in <sheetData>
+                    if tag == DIMENSION_TAG and not seen and max_col is None:
+                        max_col = _dimension_width(el.get("ref"), first_col, title)
+                    continue
+                elements = 0
+                seen += 1
+                if seen > EXCEL_MAX_ROWS:
+                    raise NodeConfigError(
+                        f"path: sheet '{title}' of '{quote(str(raw))}' holds more than Excel's "
+                        f"{EXCEL_MAX_ROWS:,} rows (empty ones count too)")
+                _check_stop(stop)
+                if any(len(cell) for cell in el):
+                    number, cells = parser.parse_row(el)
+                else:  # no cell holds a value (<c/>): not worth parsing cell by cell
+                    r = el.get("r")
+                    number = parser.row_counter = int(r) if r else parser.row_counter + 1
+                    cells = []
+                el.clear()
+                if number > EXCEL_MAX_ROWS:
+                    raise NodeConfigError(
+                        f"path: sheet '{title}' of '{quote(str(raw))}' has a row numbered "
+                        f"{number:,}, past Excel's last row {EXCEL_MAX_ROWS:,}")
+                if number <= last:
+                    continue  # out of order: openpyxl drops it too
+                last = number
+                if number < first_row:
+                    continue
+                if max_row is not None and number > max_row:
+                    break
+                yield number - first_row + 1, _row_values(cells, first_col, max_col, number, title)
+            while src.read(1 << 16):
+                pass  # unpacked to its end: its CRC and declared size are checked there
+    except NodeConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - broken XML, a bad number, a missing string
+        raise NodeConfigError(f"path: sheet '{title}' of '{quote(str(raw))}' cannot be read "
+                              f"({type(exc).__name__}: {quote(str(exc))})") from None
+
+
+def _dimension_width(ref: Any, first_col: int, title: str) -> int | None:
+    """The last column the sheet's <dimension> names, or None; a sheet
+    wider than MAX_COLUMNS from ``first_col`` is refused."""
+    from openpyxl.utils.cell import range_boundaries
+
+    try:
+        last = range_boundaries(str(ref).upper())[2]
+    except (ValueError, TypeError):
+        return None  # a broken dimension: each row is as wide as its cells
+    if last is not None and last - first_col + 1 > MAX_COLUMNS:
+        raise NodeConfigError(f"range: the sheet '{title}' is {last:,} columns wide, more "
+                              f"than the {MAX_COLUMNS:,} a row may have; give a range")
+    return last
+
+
+def _row_values(cells: list, first_col: int, max_col: int | None, number: int,
+                title: str) -> tuple | list:
+    """A row's values from its first column to ``max_col`` (or its last
+    cell), None where a cell is missing (openpyxl's ``_get_row``)."""
+    if not cells and not max_col:
+        return ()
+    last = max_col or cells[-1]["column"]
+    if last - first_col + 1 > MAX_COLUMNS:
+        raise NodeConfigError(
+            f"range: row {number:,} of sheet '{title}' is {last - first_col + 1:,} cells wide, "
+            f"more than the {MAX_COLUMNS:,} a row may have; give a range")
+    values = [None] * (last + 1 - first_col)
+    for cell in cells:
+        column = cell["column"]
+        if first_col <= column <= last:
+            values[column - first_col] = cell["value"]
+    return values
 
 
 def _column_names(names: list, first_col: int, letter: Any) -> list[str]:
@@ -352,14 +648,19 @@ class WriteExcel(FileNode):
         dicts = check_rows(rows, max_rows)
         base = self.base()
 
+        stop = threading.Event()
+
         def work() -> tuple[Path, str]:
             target = self.resolve("path", msg, base, raw)
             prepare_folder(target, create, "path", raw)
             name = write_excel(target, raw, rows, dicts, columns, header, sheet or "", mode,
-                               formulas, max_bytes)
+                               formulas, max_bytes, stop)
             return target, name
 
-        target, name = await self.run_blocking(work)
+        try:
+            target, name = await self.run_blocking(work)
+        finally:
+            stop.set()  # cancelled: loading the workbook to append to stops too
         self.written(target, msg)
         where = shown(target, base)
         self.file.set(msg, where)
@@ -427,7 +728,8 @@ class _Writer:
 
 
 def write_excel(path: Path, raw: Any, rows: list, dicts: bool, columns: list[str] | None,
-                header: bool, sheet: str, mode: str, formulas: bool, max_bytes: int) -> str:
+                header: bool, sheet: str, mode: str, formulas: bool, max_bytes: int,
+                stop: threading.Event | None = None) -> str:
     openpyxl = _openpyxl()
     exists = os.path.lexists(path)
     if mode == "fail_if_exists" and exists:
@@ -439,8 +741,7 @@ def write_excel(path: Path, raw: Any, rows: list, dicts: bool, columns: list[str
         except OSError as exc:
             raise os_problem(exc, "path", raw) from None
         with f:
-            _check_zip(f, raw, max_bytes)
-            wb = _load(f, raw)
+            wb = _workbook(f, raw, max_bytes, stop, read_only=False)
         ws = _sheet_for_write(wb, sheet)
         if mode == "replace_sheet" and ws.title in wb.sheetnames and not _sheet_is_empty(ws):
             index, title = wb.index(ws), ws.title
