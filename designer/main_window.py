@@ -363,8 +363,13 @@ class MainWindow(QMainWindow):
             log.exception("properties panel failed on %s", ids)
 
     def select_node(self, node_id: str) -> None:
+        """Select a node (a click in the inspector): the canvas stays where
+        the user was working, and pans only to bring in a node out of view."""
         self.scene.select_nodes([node_id])
-        self.view.center_on_node(node_id)
+        item = self.scene.item_for_node(node_id)
+        seen = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
+        if item is not None and not seen.contains(item.sceneBoundingRect()):
+            self.view.center_on_node(node_id)
 
     def _edit_node(self, node_id: str) -> None:
         self.properties_dock.show()

@@ -45,6 +45,12 @@ RADIUS = 8.0
 PORT_R = 5.0
 PORT_HIT = 11.0
 ICON_BOX = 26.0
+# The run line ("LLM turn 1 · 2"): this far from the card's left and bottom
+# edge, this high; above a card, clear of the badges on its top edge.
+RUN_LINE_X = 4.0
+RUN_LINE_GAP = 3.0
+RUN_LINE_GAP_ABOVE = 8.0
+RUN_LINE_H = 16.0
 GRID = 20.0
 
 # Zoom levels at which a node stops drawing text, and the scene switches to
@@ -353,15 +359,31 @@ class NodeItem(QGraphicsItem):
         text = " · ".join(parts)
         return f"before edit: {text}" if self.run_stale else text
 
+    def run_line_above(self) -> bool:
+        """Where the run line goes: under the card, as in Node-RED; above it
+        for a node whose bottom edge carries ports (an agent's tools and
+        hooks), whose wires leave downwards and would run through it."""
+        return bool(self.look.tools_port or self.look.hooks)
+
+    def run_line_rect(self) -> QRectF:
+        """The run line (dot and text) as drawn, in item coordinates."""
+        s = style()
+        width = min(NODE_W - RUN_LINE_X, 13 + s.sub_fm.horizontalAdvance(self.run_state_text()))
+        y = (-RUN_LINE_GAP_ABOVE - RUN_LINE_H if self.run_line_above()
+             else self.height + RUN_LINE_GAP)
+        return QRectF(RUN_LINE_X, y, width, RUN_LINE_H)
+
     # -- QGraphicsItem ------------------------------------------------------
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
-        extra = 0
+        top = PORT_HIT + 1
+        bottom = 22 if self.look.tools_port else 0  # the tools port's label
         if self.run_state != "idle":
-            extra = 40 if self.look.tools_port else 22
-        elif self.look.tools_port:
-            extra = 22
-        return QRectF(-PORT_HIT - 1, -PORT_HIT - 1, NODE_W + 2 * PORT_HIT + 2,
-                      self.height + 2 * PORT_HIT + 2 + extra)
+            if self.run_line_above():
+                top = max(top, RUN_LINE_GAP_ABOVE + RUN_LINE_H + 1)
+            else:
+                bottom = max(bottom, RUN_LINE_GAP + RUN_LINE_H + 1 - PORT_HIT)
+        return QRectF(-PORT_HIT - 1, -top, NODE_W + 2 * PORT_HIT + 2,
+                      self.height + top + PORT_HIT + 1 + bottom)
 
     def shape(self) -> QPainterPath:
         return self._shape
@@ -586,10 +608,9 @@ class NodeItem(QGraphicsItem):
 
     def _paint_run_state(self, painter: QPainter, s: Style) -> None:
         color = getattr(s, RUN_COLORS.get(self.run_state, "muted"), s.muted)
-        # An agent's tools port and its label sit at the bottom right; the
-        # run state goes on its own line below them.
-        y = self.height + (32 if self.look.tools_port else 14)
-        x = 4.0
+        line = self.run_line_rect()
+        y = line.center().y()
+        x = line.x()
         if self.run_stale:
             # From before an edit: a hollow grey dot and faded text.
             painter.setOpacity(painter.opacity() * 0.75)
@@ -603,7 +624,7 @@ class NodeItem(QGraphicsItem):
         painter.setPen(s.muted)
         painter.setFont(s.sub_font)
         text = s.sub_fm.elidedText(self.run_state_text(), Qt.TextElideMode.ElideRight,
-                                   NODE_W - x - 14)
+                                   line.width() - 13)
         painter.drawText(QPointF(x + 13, y + 4), text)
 
 

@@ -102,7 +102,7 @@ def test_rows_close_and_stay_closed_while_the_run_goes_on(qtbot, nested_run):
     tab.select_agent("triage")
     tab.refresh()
     waiting = [cols for _, cols in tab.calls.rows() if cols[0] == "→ send_email"]
-    assert waiting and waiting[0][3] == "⏸ waiting for approval"
+    assert waiting and waiting[0][3] == "waiting for approval"  # beside a clock icon
     top = tab.calls.tree.topLevelItem(0)
     reporter = top.child(0).child(0).child(0)
     assert reporter.text(0) == "→ reporter"

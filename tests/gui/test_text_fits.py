@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from PySide6.QtCore import QRect, Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QStyle, QTreeWidget, QWidget
 
 from designer.panels.inspector.inspector import TAB_DEBUG, TAB_PROBLEMS
@@ -24,10 +25,12 @@ def run(window, qtbot) -> None:
 
 
 def wrapped_height(tree: QTreeWidget, item, column: int) -> int:
-    """The height ``item``'s text needs, wrapped at its column's width."""
-    width = tree.columnWidth(column) - 8
-    rect = tree.fontMetrics().boundingRect(QRect(0, 0, width, 1 << 20),
-                                           int(Qt.TextFlag.TextWordWrap), item.text(column))
+    """The height ``item``'s text needs in its own font, wrapped at its
+    column's width less the margins the style draws text within."""
+    margin = tree.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, tree) + 1
+    width = tree.columnWidth(column) - 2 * margin
+    rect = QFontMetrics(item.font(column)).boundingRect(
+        QRect(0, 0, width, 1 << 20), int(Qt.TextFlag.TextWordWrap), item.text(column))
     return rect.height()
 
 

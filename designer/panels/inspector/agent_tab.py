@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QPoint, Qt, Signal
-from PySide6.QtGui import QBrush
+from PySide6.QtGui import QBrush, QIcon
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from runtime.cost import fmt_usd
 
+from ... import icons
 from .common import (
     COLORS,
     ROLE_COLORS,
@@ -240,7 +241,7 @@ def call_status_text(call: ToolCallRecord) -> str:
     if call.status == "rejected" and call.decision:
         return "⊘ " + decided
     if call.status == "running" and decided:
-        return "⏸ " + decided
+        return decided  # "waiting for approval": the tree draws a clock beside it
     base = CALL_STATUS.get(call.status, call.status)
     return f"{base} · {decided}" if decided else base
 
@@ -397,6 +398,10 @@ class AgentTree(QWidget):
         status = call_status_text(call)
         item.setText(3, status)
         item.setToolTip(3, status)
+        # A call waiting for a person: a clock (an SVG icon; the ⏸ glyph it
+        # had is in few fonts and drew an empty box).
+        waiting = call.status == "running" and bool(decision_text(call))
+        item.setIcon(3, icons.icon("clock", COLORS["running"], 14) if waiting else QIcon())
         tint = "running" if call.status == "running" else \
             "refused" if call.status == "rejected" else call.status
         if call.status != "success" or (call.decision or {}).get("decision") == "edited":

@@ -63,6 +63,8 @@ class TabPages(QObject):
     between it and the pages."""
 
     currentChanged = Signal(int)  # noqa: N815 - as QTabWidget's
+    #: a tab came (the Paused tab is added by the debugger, after the others)
+    tab_added = Signal(int)
 
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
@@ -81,7 +83,9 @@ class TabPages(QObject):
 
     def addTab(self, widget: QWidget, name: str) -> int:  # noqa: N802 - as QTabWidget's
         self.stack.addWidget(widget)
-        return self.bar.addTab(name)
+        index = self.bar.addTab(name)
+        self.tab_added.emit(index)
+        return index
 
     def tabBar(self) -> QTabBar:  # noqa: N802
         return self.bar
@@ -160,6 +164,8 @@ class Inspector(QWidget):
             self.tabs.addTab(widget, name)
         self.tabs.bar.tabBarClicked.connect(self._tab_clicked)
         self.tabs.currentChanged.connect(self._color_tabs)
+        # A tab added later (Paused) gets the strip's colours too, not black.
+        self.tabs.tab_added.connect(self._color_tabs)
 
         # The strip: tabs, a hint while there is nothing to show, the fold button.
         self.hint = QLabel(NO_RUN_HINT)
