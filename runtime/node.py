@@ -272,9 +272,9 @@ class _Masker:
                 limit = min(len(form) - pos - size, n - at)
                 while f < limit and text[at + f] == form[pos + size + f]:
                     f += 1
-                if b + size + f >= SECRET_RUN and not (
-                        kind == _RUN_NOT_WORD and _WORD.fullmatch(text, start - b, at + f)):
-                    spans.append((start - b, at + f))
+                if b + size + f >= SECRET_RUN:
+                    if not (kind == _RUN_NOT_WORD and _WORD.fullmatch(text, start - b, at + f)):
+                        spans.append((start - b, at + f))
                     # The rest of this run holds more of its anchors: skip
                     # them. (A run of another form that goes on past it has
                     # an anchor past it, if the rest is long enough to hide.)
