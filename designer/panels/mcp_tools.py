@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QHeaderView,
+    QLabel,
     QLineEdit,
     QPushButton,
     QSpinBox,
@@ -35,13 +37,14 @@ from PySide6.QtWidgets import (
 from designer.commands import SetParam
 from designer.document import FlowDocument
 from nodes.mcp.entries import McpToolEntry, entries_value, merge_listing, parse_entries
+from nodes.mcp.server_node import split_args
 from runtime.approval import ApprovalPolicy, Rule, default_policy
 from runtime.flow import FlowNode, ToolOverride
 from runtime.spec import ParamSpec, ParamType, ParamValue, Scope
 
 from .json_editor import mono_font
 from .panel_style import label, section
-from .param_editors import ParamRow
+from .param_editors import ParamRow, ValueEditor
 from .tool_settings import (
     MAX_PER_RUN,
     MAX_PER_TURN,
@@ -96,6 +99,102 @@ def argument_spec(name: str, prop: dict[str, Any], required: bool) -> ParamSpec:
                      optional=not required and not has_default,
                      allowed_scopes=[Scope.AI, Scope.CUSTOM], default_scope=Scope.AI,
                      choices=choices)
+
+
+def parse_args_line(text: str) -> tuple[Any, str | None]:
+    """What the Args field's text stands for: (value, None), or (None, why)
+    when it cannot be used. A line is kept as typed (the run splits it like
+    a shell, nodes.mcp.server_node.split_args); text that starts with "["
+    is a JSON list of strings; blank text is None (no arguments)."""
+    line = text.strip()
+    if not line:
+        return None, None
+    if line.startswith("["):
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            return None, (f"A line that starts with [ is read as a JSON list: column "
+                          f"{exc.colno}: {exc.msg}")
+        if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+            return None, "A JSON list of strings, such as [\"-m\", \"my_server\"]"
+        return value, None
+    try:
+        split_args(text)
+    except ValueError as exc:
+        return None, str(exc)[:1].upper() + str(exc)[1:]
+    return text, None
+
+
+def args_line(value: Any) -> str:
+    """The Args field's text for a stored value: a line as it was typed, a
+    list as the shell line it stands for."""
+    if value is None:
+        return ""
+    if isinstance(value, list) and all(isinstance(a, str) for a in value):
+        return shlex.join(value)
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+class McpArgsEditor(ValueEditor):
+    """The MCP Server node's Args: one line, as it would be typed after the
+    command in a terminal (``-m my_server --port 8000``), with how it splits
+    shown under it; a JSON list is read too. Text that cannot be split (an
+    open quote) is not applied, and the line under it says why."""
+
+    def __init__(self, spec: ParamSpec, parent: QWidget | None = None) -> None:
+        super().__init__(spec, parent)
+        self.edit = QLineEdit(self)
+        self.edit.setObjectName("mcpArgs")
+        self.edit.setFont(mono_font())
+        self.edit.setPlaceholderText("-m my_server --port 8000")
+        self.edit.setToolTip("Split like a shell splits a line: quote an argument that has "
+                             "spaces (\"my file.txt\")")
+        self.status = QLabel(self)
+        self.status.setObjectName("jsonStatus")
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.layout_.addWidget(self.edit)
+        self.layout_.addWidget(self.status)
+        self.error: str | None = None
+        self.edit.textEdited.connect(self._on_edit)
+        self._show_status()
+
+    def value(self) -> Any:
+        return parse_args_line(self.edit.text())[0]
+
+    def set_value(self, value: Any) -> None:
+        current, error = parse_args_line(self.edit.text())
+        if error is None and _split_or_none(current) == _split_or_none(value):
+            return  # the text already means it: the user's own quoting stays
+        self.edit.setText(args_line(value))
+        self.error = None
+        self._show_status()
+
+    def _on_edit(self, text: str) -> None:
+        value, self.error = parse_args_line(text)
+        self._show_status()
+        if self.error is None:
+            self.value_changed.emit(value)
+
+    def _show_status(self) -> None:
+        if self.error:
+            self.status.setText(f"Not applied. {self.error}")
+            self.status.setProperty("state", "error")
+        else:
+            args = _split_or_none(parse_args_line(self.edit.text())[0]) or []
+            n = len(args)
+            self.status.setText("No arguments" if not n else
+                                f"{n} argument{'s' * (n != 1)}: " + json.dumps(args))
+            self.status.setProperty("state", "")
+        self.status.style().unpolish(self.status)
+        self.status.style().polish(self.status)
+
+
+def _split_or_none(value: Any) -> list[str] | None:
+    try:
+        return split_args(value) or None
+    except ValueError:
+        return None
 
 
 def entry_policy_line(spec: Any, entry: McpToolEntry) -> str:

