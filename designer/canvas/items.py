@@ -46,9 +46,11 @@ PORT_R = 5.0
 PORT_HIT = 11.0
 ICON_BOX = 26.0
 # The run line ("LLM turn 1 · 2"): this far from the card's left and bottom
-# edge, this high; above a card, clear of the badges on its top edge.
+# edge (under an agent, below its port labels), this high; above a card,
+# clear of the badges on its top edge.
 RUN_LINE_X = 4.0
 RUN_LINE_GAP = 3.0
+RUN_LINE_GAP_PORTS = 22.0
 RUN_LINE_GAP_ABOVE = 8.0
 RUN_LINE_H = 16.0
 GRID = 20.0
@@ -213,6 +215,7 @@ class NodeItem(QGraphicsItem):
         self.run_count = 0
         self.run_text = ""
         self.run_stale = False  # the badge is from before an edit of this node
+        self._line_above = False  # where the run line is (place_run_line)
         self.set_look(look)
 
     def type(self) -> int:
@@ -291,6 +294,7 @@ class NodeItem(QGraphicsItem):
             tip += f"<br><span style='color:{s.t.warning}'>▲ {w}</span>"
         self._tip = tip
         self._update_tooltip()
+        self.place_run_line()  # the card's height may have changed
         self.update()
 
     def _update_tooltip(self) -> None:
@@ -341,6 +345,7 @@ class NodeItem(QGraphicsItem):
             return
         self.prepareGeometryChange()
         self.run_state, self.run_count, self.run_text = state, count, text
+        self.place_run_line()
         self._update_tooltip()
         self.update()
 
@@ -360,28 +365,49 @@ class NodeItem(QGraphicsItem):
         return f"before edit: {text}" if self.run_stale else text
 
     def run_line_above(self) -> bool:
-        """Where the run line goes: under the card, as in Node-RED; above it
-        for a node whose bottom edge carries ports (an agent's tools and
-        hooks), whose wires leave downwards and would run through it."""
-        return bool(self.look.tools_port or self.look.hooks)
+        return self._line_above
 
     def run_line_rect(self) -> QRectF:
         """The run line (dot and text) as drawn, in item coordinates."""
+        return self._run_line_at(self._line_above)
+
+    def _run_line_at(self, above: bool) -> QRectF:
         s = style()
         width = min(NODE_W - RUN_LINE_X, 13 + s.sub_fm.horizontalAdvance(self.run_state_text()))
-        y = (-RUN_LINE_GAP_ABOVE - RUN_LINE_H if self.run_line_above()
-             else self.height + RUN_LINE_GAP)
+        if above:
+            y = -RUN_LINE_GAP_ABOVE - RUN_LINE_H
+        else:
+            y = self.height + (RUN_LINE_GAP_PORTS if self.look.tools_port else RUN_LINE_GAP)
         return QRectF(RUN_LINE_X, y, width, RUN_LINE_H)
+
+    def place_run_line(self) -> None:
+        """Put the run line where none of the node's wires crosses it:
+        under the card, as in Node-RED, or above it. An agent tries above
+        first: its tools and hook wires leave its bottom edge downwards.
+        Where both are crossed it keeps its first place, and its backdrop
+        keeps the text readable over the wire."""
+        if self.run_state == "idle":
+            return
+        first = bool(self.look.tools_port or self.look.hooks)
+        above = first
+        for candidate in (first, not first):
+            rect = self.mapRectToScene(self._run_line_at(candidate))
+            if not any(w.crosses(rect) for w in self.wires):
+                above = candidate
+                break
+        if above != self._line_above:
+            self.prepareGeometryChange()
+            self._line_above = above
+            self.update()
 
     # -- QGraphicsItem ------------------------------------------------------
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
         top = PORT_HIT + 1
         bottom = 22 if self.look.tools_port else 0  # the tools port's label
         if self.run_state != "idle":
-            if self.run_line_above():
-                top = max(top, RUN_LINE_GAP_ABOVE + RUN_LINE_H + 1)
-            else:
-                bottom = max(bottom, RUN_LINE_GAP + RUN_LINE_H + 1 - PORT_HIT)
+            line = self.run_line_rect()
+            top = max(top, -line.top() + 1)
+            bottom = max(bottom, line.bottom() + 1 - self.height - PORT_HIT)
         return QRectF(-PORT_HIT - 1, -top, NODE_W + 2 * PORT_HIT + 2,
                       self.height + top + PORT_HIT + 1 + bottom)
 
@@ -393,6 +419,7 @@ class NodeItem(QGraphicsItem):
             self.setPos(pos)
             for w in self.wires:
                 w.update_path()
+            self.place_run_line()
 
     def hoverEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
         self._hover = True
@@ -611,6 +638,13 @@ class NodeItem(QGraphicsItem):
         line = self.run_line_rect()
         y = line.center().y()
         x = line.x()
+        # A backdrop of the canvas's colour: a wire passing by goes behind
+        # the text, never through it.
+        painter.setPen(Qt.PenStyle.NoPen)
+        backdrop = QColor(s.canvas)
+        backdrop.setAlpha(225)
+        painter.setBrush(backdrop)
+        painter.drawRoundedRect(line.adjusted(-2, 0, 3, 0), 6, 6)
         if self.run_stale:
             # From before an edit: a hollow grey dot and faded text.
             painter.setOpacity(painter.opacity() * 0.75)
@@ -664,6 +698,7 @@ class WireItem(QGraphicsItem):
         for item in (self.source, self.target):
             if self in item.wires:
                 item.wires.remove(self)
+            item.place_run_line()
         if self.down and not self.tools:
             self.source.update()
 
@@ -682,6 +717,13 @@ class WireItem(QGraphicsItem):
         self._rect = self._path.controlPointRect().adjusted(-6, -6, 6, 6)
         if self.activity:
             self._rect = self._rect.united(self._label_rect())
+        for end in (self.source, self.target):
+            if end.run_state != "idle":
+                end.place_run_line()
+
+    def crosses(self, rect: QRectF) -> bool:
+        """The wire, or 6 px either side of it, crosses ``rect`` (scene)."""
+        return self._rect.intersects(rect) and self._shape.intersects(rect)
 
     def set_activity(self, count: int) -> None:
         """Messages seen on this wire during a run; 0 clears the label."""

@@ -80,13 +80,38 @@ def test_the_hooks_examples_run_line_stays_clear_of_its_hook_and_tools_wires(
         assert not wire.mapToScene(wire.shape()).intersects(line)
 
 
+def test_two_agents_run_lines_stay_clear_of_every_wire(open_window, qtbot, tmp_path):
+    """The triage example: the mail agent sits below the triage agent, whose
+    tools wire comes down into it from above."""
+    data = json.loads((EXAMPLES / "triage-delegation.flow.json").read_text())
+    for n in data["nodes"]:
+        if n["type"] == "mail.send":
+            n["params"]["outbox_dir"] = {"scope": "custom", "value": str(tmp_path / "out")}
+            n["tool"] = {"approval": {"mode": "never"}}
+    path = tmp_path / "triage.flow.json"
+    path.write_text(json.dumps(data))
+    window = open_window(path)
+    run(window, qtbot)
+    shot(window, "run-line-triage")
+    wires = [i for i in window.scene.items() if isinstance(i, WireItem)]
+    agents = [window.scene.item_for_node(n["id"]) for n in data["nodes"]
+              if n["type"] == "ai.agent"]
+    assert len(agents) == 2
+    for agent in agents:
+        assert agent.run_state != "idle"
+        line = agent.mapRectToScene(agent.run_line_rect())
+        crossed = [f"{w.source.node_id}.{w.sport}" for w in wires
+                   if w.mapToScene(w.shape()).intersects(line)]
+        assert not crossed, f"{agent.node_id}'s run line is crossed by {crossed}"
+
+
 def test_a_run_line_under_a_node_stays_under_it(open_window, qtbot, tmp_path):
     window = open_window(email(tmp_path))
     run(window, qtbot)
     mail = window.scene.item_for_node("mail")
     line = mail.run_line_rect()
     assert line.top() >= mail.height and mail.boundingRect().contains(line)
-    agent = window.scene.item_for_node("agent")
+    agent = window.scene.item_for_node("agent")  # its tools wire leaves below: above
     assert agent.run_line_rect().bottom() <= 0 and agent.boundingRect().contains(
         agent.run_line_rect())
 
