@@ -226,8 +226,6 @@ class _Masker:
     __slots__ = ("pattern", "search", "anchors", "starts", "runs")
 
     def __init__(self, whole: set[str], runs: set[str]) -> None:
-        import re
-
         self.runs = tuple(sorted(runs))
         # The whole forms, longest first (redact_hold).
         self.starts = tuple(sorted(whole, key=lambda f: (-len(f), f)))
@@ -348,8 +346,6 @@ def _trie(words: set[str]) -> str:
     """A regex matching any of ``words``, longest first at a position, with
     common prefixes written once (a plain alternation of a few hundred
     literals makes the regex engine try each at every character)."""
-    import re
-
     root: dict[str, Any] = {}
     for w in words:
         d = root

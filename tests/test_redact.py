@@ -362,3 +362,33 @@ def test_a_word_inside_a_secret_of_more_than_letters_stays_readable():
     assert redact("x=credential-5150") == "x=***"
     register_secret("qwhvmzprtkdlsbna")  # an app password: 16 letters
     assert redact("first half qwhvmzpr") == "first half ***"
+
+
+def test_random_texts_of_secret_pieces_keep_no_run_of_8_and_lose_nothing_else():
+    """Random texts glued from pieces of five secrets (two of them
+    overlapping) and other characters: no 8 characters of a secret in a row
+    survive, and what is shown is the text's own, in order."""
+    import random
+
+    rng = random.Random(20260507)
+    alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789-_/+="  # no lower case: no word-like runs
+    secrets = ["".join(rng.choice(alphabet) for _ in range(rng.randint(8, 60)))
+               for _ in range(4)]
+    secrets.append("ZZ7" + secrets[0][:10] + "QQ9")
+    for secret in secrets:
+        register_secret(secret)
+    pieces = {s[i:i + 8] for s in secrets for i in range(len(s) - 7)}
+    for _ in range(500):
+        parts = []
+        for _ in range(rng.randint(1, 8)):
+            secret = rng.choice(secrets)
+            a = rng.randint(0, len(secret) - 1)
+            parts.append(rng.choice([secret[a:rng.randint(a, len(secret))], secret,
+                                     "".join(rng.choice(alphabet + " .,")
+                                             for _ in range(rng.randint(0, 15)))]))
+        text = "".join(parts)
+        shown = redact(text)
+        assert not [p for p in pieces if p in shown], (text, shown)
+        at = 0
+        for kept in shown.split("***"):
+            at = text.index(kept, at) + len(kept)
