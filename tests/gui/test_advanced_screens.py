@@ -13,7 +13,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QLabel, QLineEdit, QPlainTextEdit, QWidget
 
 from tests.gui.layout_checks import assert_fits, settle, shot
@@ -121,3 +121,103 @@ def test_a_flow_file_with_an_args_line_that_cannot_be_split_is_refused_by_name(t
     [problem] = [p for p in refused.value.problems if p.node == "orders"]
     assert problem.field == "params.args"
     assert "args cannot be split like a shell line: no closing quotation" in problem.message
+
+
+# -- the Paused tab ------------------------------------------------------------------------------
+def order_checks(tmp_path: Path) -> Path:
+    """Three orders, one message each, through a template that a breakpoint
+    stops, to a Debug node."""
+    orders = [{"order": "A-1001", "total": 42.5}, {"order": "A-1002", "total": 17},
+              {"order": "A-1003", "total": 230}]
+    return write_flow(tmp_path, {"name": "Order checks", "nodes": [
+        {"id": "orders", "type": "core.inject", "name": "Orders", "position": [60, 160],
+         "params": {"payload": fixed(orders)}},
+        {"id": "each", "type": "core.split", "name": "Each order", "position": [280, 160]},
+        {"id": "check", "type": "core.template", "name": "Check order", "position": [500, 160],
+         "params": {"template": fixed("Order {{ payload.order }}: {{ payload.total }} EUR"),
+                    "to": fixed("summary")}},
+        {"id": "show", "type": "core.debug", "name": "Show", "position": [720, 160]}],
+        "wires": [{"from": ["orders", "out"], "to": ["each", "in"]},
+                  {"from": ["each", "out"], "to": ["check", "in"]},
+                  {"from": ["check", "out"], "to": ["show", "in"]}]}, "orders")
+
+
+def held_at_check(open_window, qtbot, tmp_path):
+    window = open_window(order_checks(tmp_path))
+    debugging = window.run_session.debugging
+    debugging.store.set_node("check")
+    window.run_action.trigger()
+    qtbot.waitUntil(lambda: len(debugging.held()) == 3 and debugging.tab.current() is not None,
+                    timeout=15000)
+    settle()
+    return window, debugging
+
+
+def finish(qtbot, window) -> None:
+    window.run_session.debugging.continue_all()
+    qtbot.waitUntil(lambda: not window.run_session.controller.is_running, timeout=15000)
+
+
+def test_the_paused_editor_stays_put_while_the_waiting_time_counts(open_window, qtbot,
+                                                                   tmp_path):
+    import time
+
+    from PySide6.QtWidgets import QSplitter
+
+    window, debugging = held_at_check(open_window, qtbot, tmp_path)
+    tab = debugging.tab
+    edit = tab.editor.text_edit
+    # The person edits the message: a click into the editor, keys typed.
+    qtbot.mouseClick(edit.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(40, 20))
+    qtbot.keyClick(edit, Qt.Key.Key_End)
+    qtbot.keyClicks(edit, "  ")  # spaces after a comma: the JSON means the same
+    typed = edit.toPlainText()
+    split = tab.findChild(QSplitter)
+    total = sum(split.sizes())
+    moved = []
+    for right in range(300, total - 220, 6):  # every width the tab's right side may have
+        split.setSizes([total - right, right])
+        settle()
+        tops = set()
+        for waited in (9.5, 10.5, 59.5, 60.5, 599.5, 600.5, 3600.5, 36000.5):
+            tab.current().since = time.monotonic() - waited
+            tab._clock.timeout.emit()  # the clock's second ticks
+            settle()
+            tops.add(edit.mapTo(window, QPoint(0, 0)).y())
+        if len(tops) > 1:
+            moved.append((right, sorted(tops)))
+    assert not moved, f"the editor moved as the waiting time grew: {moved[:5]}"
+    assert edit.toPlainText() == typed and edit.hasFocus()  # the edit is untouched
+    assert "waiting 10 h 00 min" in " ".join(w.text() for w in tab.findChildren(QLabel))
+    split.setSizes([300, total - 300])
+    settle()
+    shot(window, "paused-clock")
+    assert_fits(window)
+    finish(qtbot, window)
+
+
+def test_after_step_the_tab_follows_the_stepped_message(open_window, qtbot, tmp_path):
+    window, debugging = held_at_check(open_window, qtbot, tmp_path)
+    tab = debugging.tab
+    first = tab.list.item(0)
+    qtbot.mouseClick(tab.list.viewport(), Qt.MouseButton.LeftButton,
+                     pos=tab.list.visualItemRect(first).center())
+    stepped = tab.current()
+    assert stepped.msg["payload"]["order"] == "A-1001"
+    step = next(b for b in tab.findChildren(QWidget, "paused_step"))
+    qtbot.mouseClick(step, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: any(h.node == "show" for h in debugging.held()), timeout=15000)
+    settle()
+    now = tab.current()
+    assert now is not None and (now.node, now.reason) == ("show", "step")
+    assert now.msgid == stepped.msgid
+    assert tab.editor.value()["summary"] == "Order A-1001: 42.5 EUR"
+    assert tab.list.currentItem().text().startswith("Show")
+    shot(window, "paused-after-step")
+    assert_fits(window)
+    # Continue lets it go on: the oldest message still held is shown next.
+    qtbot.keyClick(window, Qt.Key.Key_F8)
+    qtbot.waitUntil(lambda: len(debugging.held()) == 2, timeout=15000)
+    settle()
+    assert tab.current().msg["payload"]["order"] == "A-1002"
+    finish(qtbot, window)

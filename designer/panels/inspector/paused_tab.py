@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
+    QHBoxLayout,
     QLabel,
     QListWidget,
     QListWidgetItem,
@@ -48,7 +49,14 @@ WHY = {
 
 def fmt_waiting(seconds: float) -> str:
     s = int(seconds)
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
     return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+
+
+#: The widest the clock beside the title gets: it keeps this width, so the
+#: title never wraps differently as the seconds go by.
+WIDEST_WAIT = ("waiting 88 min 88 s", "waiting 88 h 88 min")
 
 
 class PausedTab(QWidget):
@@ -61,6 +69,9 @@ class PausedTab(QWidget):
         self._held: dict[int, Held] = {}
         self._shown_id: int | None = None
         self._shown_view: Any = None
+        # The message a Step let go, by id: its next stop is selected when
+        # it comes, not another held message meanwhile.
+        self._following = ""
 
         self.list = QListWidget()
         self.list.setObjectName("PausedList")
@@ -75,6 +86,20 @@ class PausedTab(QWidget):
         self.title.setObjectName("PausedTitle")
         self.title.setWordWrap(True)
         self.title.setTextFormat(Qt.TextFormat.RichText)
+        # How long it has waited, counting, beside the title at a width of
+        # its own: in the text below, each new digit re-wrapped the lines
+        # and moved the editor down while the person typed in it.
+        self.clock = QLabel()
+        self.clock.setObjectName("PausedClock")
+        self.clock.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+        self.clock.setFixedWidth(max(self.clock.fontMetrics().horizontalAdvance(t)
+                                     for t in WIDEST_WAIT) + 4)
+        self.head = QWidget()
+        hl = QHBoxLayout(self.head)
+        hl.setContentsMargins(0, 0, 0, 0)
+        hl.setSpacing(8)
+        hl.addWidget(self.title, 1)
+        hl.addWidget(self.clock, 0, Qt.AlignmentFlag.AlignTop)
         self.why = QLabel()
         self.why.setWordWrap(True)
         self.why.setObjectName("PausedWhy")
@@ -104,7 +129,7 @@ class PausedTab(QWidget):
         fl = QVBoxLayout(form)
         fl.setContentsMargins(10, 8, 10, 8)
         fl.setSpacing(4)
-        fl.addWidget(self.title)
+        fl.addWidget(self.head)
         fl.addWidget(self.why)
         fl.addWidget(self.note)
         fl.addWidget(self.editor)
@@ -118,6 +143,7 @@ class PausedTab(QWidget):
         # line stays in view above the buttons; the form scrolls only when
         # even its fewest lines do not fit.
         scroll.viewport().installEventFilter(self)
+        form.installEventFilter(self)  # the texts above it wrap anew at another width
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 6)
@@ -142,7 +168,7 @@ class PausedTab(QWidget):
         self._restyle()
 
     def eventFilter(self, obj: Any, event: Any) -> bool:  # noqa: N802 - Qt override
-        if obj is self.scroll.viewport() and event.type() == QEvent.Type.Resize:
+        if obj in (self.scroll.viewport(), self.form) and event.type() == QEvent.Type.Resize:
             self._fit_editor()
         return super().eventFilter(obj, event)
 
@@ -154,7 +180,7 @@ class PausedTab(QWidget):
         spacing = self.form.layout().spacing()
         others = sum(w.sizeHint().height() if not w.hasHeightForWidth()
                      else w.heightForWidth(self.form.width() - used.left() - used.right())
-                     for w in (self.title, self.why, self.note, self.error)
+                     for w in (self.head, self.why, self.note, self.error)
                      if not w.isHidden())
         status = self.editor.status.sizeHint().height() + self.editor.layout().spacing()
         frame = edit.height() - edit.viewport().height() + 2 * edit.document().documentMargin()
@@ -185,8 +211,16 @@ class PausedTab(QWidget):
     def set_held(self, helds: list[Held]) -> None:
         """The holds now, oldest first; the selected one stays selected
         (its editor untouched) while it waits."""
+        shown = self._held.get(self._shown_id) if self._shown_id is not None else None
         self._held = {h.id: h for h in helds}
         keep = self._shown_id if self._shown_id in self._held else None
+        if keep is None and shown is not None:
+            self._following = _stepped(shown) or self._following
+        if self._following:
+            # The stepped message stopped again: show it there.
+            nxt = next((h for h in helds if h.msgid == self._following), None)
+            if nxt is not None:
+                keep, self._following = nxt.id, ""
         self.list.blockSignals(True)
         self.list.clear()
         for h in helds:
@@ -200,12 +234,23 @@ class PausedTab(QWidget):
                 self.list.setCurrentItem(item)
         self.list.blockSignals(False)
         self.stack.setCurrentIndex(1 if helds else 0)
+        if not helds:
+            self._following = ""
         if keep is None:
-            if helds:
+            if self._following:
+                # On its way to the next node: nothing else is taken for it.
+                self._load(None)
+                self.list.setCurrentRow(-1)
+                self.title.setText("The stepped message goes on to the next node it reaches; "
+                                   "it shows here when it stops there. Select a message in "
+                                   "the list to see it.")
+            elif helds:
                 self.list.setCurrentRow(0)  # _on_current loads it
             else:
                 self._load(None)
-        elif keep is not None:
+        elif self._shown_id != keep:
+            self._load(self._held[keep])
+        else:
             self._refresh_why(self._held[keep])
 
     def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt override
@@ -246,6 +291,8 @@ class PausedTab(QWidget):
     # -- showing one ----------------------------------------------------------------
     def _on_current(self, item: QListWidgetItem | None, _prev: Any = None) -> None:
         hold_id = item.data(HOLD_ROLE) if item is not None else None
+        if hold_id is not None:
+            self._following = ""  # the person chose another one
         self._load(self._held.get(hold_id) if hold_id is not None else None)
         self.selection_changed.emit()
 
@@ -259,6 +306,9 @@ class PausedTab(QWidget):
         if h is None:
             self._shown_id, self._shown_view = None, None
             self.title.setText("")
+            self.clock.setText("")
+            self.why.setText("")
+            self.note.hide()
             self.editor.set_value(None)
             return
         self._shown_id = h.id
@@ -274,7 +324,7 @@ class PausedTab(QWidget):
         why = WHY.get(h.reason, h.reason)
         if h.condition:
             why += f" · if {h.condition}"
-        why += f" · waiting {fmt_waiting(time.monotonic() - h.since)}"
+        self.clock.setText(f"waiting {fmt_waiting(time.monotonic() - h.since)}")
         if h.is_tool:
             why += (". The node has not run: edit any argument (checked against the tool's "
                     "schema), then Continue; Skip answers the agent that it was skipped.")
@@ -307,6 +357,18 @@ class PausedTab(QWidget):
 
     def _restyle(self) -> None:
         self.setStyleSheet(
-            f"#PausedWhy {{ color: {color('muted').name()}; }}"
+            f"#PausedWhy, #PausedClock {{ color: {color('muted').name()}; }}"
             f"#PausedNote {{ color: {color('warning').name()}; }}"
             f"#PausedError {{ color: {color('error').name()}; }}")
+
+
+def _stepped(held: Held) -> str:
+    """The message id of a hold a Step let go (it stops at the next node it
+    reaches), or ""."""
+    future = held.future
+    if held.is_tool or not future.done() or future.cancelled():
+        return ""
+    action, msg = future.result()
+    if action != "step":
+        return ""
+    return str((msg.get("_msgid") if isinstance(msg, dict) else "") or held.msgid or "")
