@@ -62,6 +62,10 @@ ROLE_COLORS = {
 PREVIEW_CHARS = 160
 #: Characters of a text value the detail pane shows (wrapped, whole below this).
 DETAIL_CHARS = 20_000
+#: A column narrower than this (px of text) shows one line: wrapped, it would
+#: stand a word per line.
+MIN_WRAP_WIDTH = 80
+KEY_WIDTH = 180  # a JSON pane's Key column, where the pane has room
 
 
 def color(name: str) -> QColor:
@@ -278,11 +282,12 @@ class WrapDelegate(QStyledItemDelegate):
     when a column or the view changes width."""
 
     def __init__(self, view: QTreeWidget, columns: tuple[int, ...] | None = None,
-                 max_lines: int | None = None) -> None:
+                 max_lines: int | None = None, wraps: Any = None) -> None:
         super().__init__(view)
         self.view = view
         self.columns = columns
         self.max_lines = max_lines  # a row cut there ends its last line with "…"
+        self.wraps = wraps  # index -> bool: which rows wrap (None: all)
         view.setWordWrap(True)
         view.setUniformRowHeights(False)
         # A row taller than the view is scrolled through, not jumped over.
@@ -302,8 +307,16 @@ class WrapDelegate(QStyledItemDelegate):
             self._relayout.start()
         return False
 
+    def wrapped(self, index: Any) -> bool:
+        """Whether ``index`` wraps (its column and row are among those that do)."""
+        return ((self.columns is None or index.column() in self.columns)
+                and (self.wraps is None or bool(self.wraps(index))))
+
     def initStyleOption(self, option: QStyleOptionViewItem, index: Any) -> None:  # noqa: N802
         super().initStyleOption(option, index)
+        if not self.wrapped(index):
+            # One line, cut with "…", never a second line peeking out.
+            option.features &= ~QStyleOptionViewItem.ViewItemFeature.WrapText
         if not self.max_lines:
             # In a row of many lines, every column starts on the first (a
             # row cut at max_lines stays centred: the style then ends its
@@ -329,7 +342,7 @@ class WrapDelegate(QStyledItemDelegate):
 
     def sizeHint(self, option: QStyleOptionViewItem, index: Any) -> QSize:  # noqa: N802
         hint = super().sizeHint(option, index)
-        if self.columns is not None and index.column() not in self.columns:
+        if not self.wrapped(index):
             return hint
         text = index.data(Qt.ItemDataRole.DisplayRole)
         if not isinstance(text, str) or not text:
@@ -337,9 +350,13 @@ class WrapDelegate(QStyledItemDelegate):
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         metrics = opt.fontMetrics
+        width = self.text_width(option, index)
+        if width < MIN_WRAP_WIDTH:
+            # A column squeezed (or scrolled) out of sight: one line, not a
+            # tower of one word per line.
+            return hint
         flags = int(Qt.TextFlag.TextWordWrap) | int(Qt.AlignmentFlag.AlignLeft)
-        rect = metrics.boundingRect(QRect(0, 0, self.text_width(option, index), 1 << 20),
-                                    flags, text)
+        rect = metrics.boundingRect(QRect(0, 0, width, 1 << 20), flags, text)
         height = rect.height()
         if self.max_lines:
             height = min(height, metrics.lineSpacing() * self.max_lines)
@@ -410,19 +427,35 @@ class JsonTree(QTreeWidget):
         self.setColumnCount(2)
         self.setHeaderLabels(["Key", "Value"])
         self.setAlternatingRowColors(True)
-        # A long value wraps onto as many lines as it needs.
-        self.wrap = WrapDelegate(self, columns=(1,))
+        # A long value wraps onto as many lines as it needs; an object's or
+        # a list's one-line summary stays one line (it opens instead).
+        self.wrap = WrapDelegate(self, columns=(1,), wraps=lambda index: not isinstance(
+            index.siblingAtColumn(0).data(VALUE_ROLE), (dict, list)))
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._menu)
         self.itemExpanded.connect(lambda item: expand_json_item(item, 1, self._mono))
         self._mono = mono_font()
         self.header().setStretchLastSection(True)
-        self.setColumnWidth(0, 180)
+        self.setColumnWidth(0, KEY_WIDTH)
+        self._key_width_set = False  # the user dragged the Key column's edge
+        self.header().sectionResized.connect(self._key_resized)
         copy = QAction("Copy value", self)
         copy.setShortcut(QKeySequence.StandardKey.Copy)
         copy.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
         copy.triggered.connect(self.copy_selected)
         self.addAction(copy)
+
+    def _key_resized(self, index: int, _old: int, _new: int) -> None:
+        if index == 0 and not getattr(self, "_fitting", False):
+            self._key_width_set = True
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        if not self._key_width_set:
+            # In a narrow pane the keys leave the values room (40%).
+            self._fitting = True
+            self.setColumnWidth(0, max(80, min(KEY_WIDTH, self.viewport().width() * 2 // 5)))
+            self._fitting = False
 
     def set_roots(self, roots: list[tuple[str, Any]], expand: bool = True) -> None:
         self.clear()
