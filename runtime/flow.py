@@ -822,6 +822,8 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                 else:
                     agent_tools[name] = dst
 
+    for node_id, field, message in _empty_prompt_problems(flow, seen, specs):
+        err(message, node_id, field)
     ring = agent_cycle(flow, specs)
     if ring:
         err("agents call each other as tools in a ring: " + " -> ".join(ring)
@@ -877,6 +879,61 @@ def _check_pin(fnode: FlowNode, spec: NodeSpec, registry: Registry, total: int,
         err(f"the flow's pins pass {MAX_FLOW_PIN_BYTES // 1024 // 1024} MB of JSON with this "
             "one; unpin some nodes", fnode.id, "pin")
     return total + size
+
+
+#: The node that starts a flow with a typed payload, and the param of an
+#: agent that reads what to ask (by default from the message's payload).
+INJECT, PROMPT = "core.inject", "prompt"
+
+
+def empty_prompts(flow: Flow, registry: Registry | None = None) -> list[tuple[str, str, str]]:
+    """The empty-prompt errors of a flow alone (the designer asks while it
+    wires, before validation runs): (inject id, field, message) each."""
+    registry = registry or Registry.default()
+    seen: dict[str, FlowNode] = {}
+    specs: dict[str, NodeSpec] = {}
+    for fnode in flow.nodes:
+        spec = registry.spec(fnode.type)
+        if fnode.id not in seen and spec is not None:
+            seen[fnode.id], specs[fnode.id] = fnode, spec
+    return _empty_prompt_problems(flow, seen, specs)
+
+
+def _empty_prompt_problems(flow: Flow, seen: dict[str, FlowNode], specs: dict[str, NodeSpec],
+                           ) -> list[tuple[str, str, str]]:
+    """An Inject whose payload is empty text, wired straight into a node
+    that asks its payload as a prompt (an AI Agent's default): the run
+    would stop there with "nothing to ask". (node, field, message) each, on
+    the Inject, once however many agents it feeds."""
+    out: list[tuple[str, str, str]] = []
+    done: set[str] = set()
+    for wire in flow.wires:
+        src, dst = wire.source[0], wire.target[0]
+        sspec, dspec = specs.get(src), specs.get(dst)
+        if sspec is None or dspec is None or sspec.type != INJECT or src in done:
+            continue
+        inject, asker = seen[src], seen[dst]
+        pspec = dspec.param(PROMPT)
+        if pspec is None or inject.disabled or asker.disabled or asker.pin is not None:
+            continue
+        prompt = asker.params.get(PROMPT)
+        scope = prompt.scope if prompt is not None else pspec.default_scope
+        path = (prompt.path if prompt is not None else pspec.default_path) or ""
+        if scope is not Scope.MESSAGE or path.strip() != "payload":
+            continue
+        kind = inject.params.get("payload_type")
+        if kind is not None and (kind.scope is not Scope.CUSTOM or kind.value != "string"):
+            continue
+        payload = inject.params.get("payload")
+        if payload is not None and (payload.scope is not Scope.CUSTOM
+                                    or payload.value not in (None, "")):
+            continue
+        done.add(src)
+        who = f"'{asker.name}'" if asker.name else f"{dspec.name} '{dst}'"
+        out.append((src, "params.payload",
+                    f"empty prompt: {who} asks this payload as its prompt, and it is empty; "
+                    "type what to ask in the payload"))
+    return out
 
 
 #: The node that answers a waiting agent at the end of a blocking hook flow.
