@@ -107,7 +107,9 @@ def run_result(fin: RunFinished | None, entry: dict | None = None) -> RunResult:
     if fin is not None:
         return RunResult(status=fin.status, errors=fin.errors, duration_ms=fin.duration_ms,
                          reason=fin.reason, message=fin.message, in_flight=fin.in_flight,
-                         usage=fin.usage, cost_usd=fin.cost_usd, tool_cost_usd=fin.tool_cost_usd)
+                         usage=fin.usage, cost_usd=fin.cost_usd, tool_cost_usd=fin.tool_cost_usd,
+                         failed_tool_calls=fin.failed_tool_calls,
+                         offline_requests=fin.offline_requests)
     entry = entry or {}
     return RunResult(status=str(entry.get("status") or "error"),
                      errors=int(entry.get("errors") or 0),

@@ -14,7 +14,12 @@ priced at the cached rate (the input rate where a model has none).
 A tool call's tokens are an estimate: its result goes into the next
 request, whose ``input_tokens`` the provider reports for the whole
 conversation; the call is given the share of them that its result's text is
-of the text of that request (characters). See :func:`tool_tokens`."""
+of the text of that request (characters). See :func:`tool_tokens`.
+
+An offline provider (the scripted one, which plays turns written in the
+flow) costs nothing, whatever model it plays: its requests count their
+tokens but have no USD (None, shown as "offline"), and a budget in USD
+does not apply to them."""
 
 from __future__ import annotations
 
@@ -184,12 +189,16 @@ class Spend:
     #: Requests whose model had no price: their USD is unknown.
     unpriced: int = 0
     requests: int = 0
+    #: Requests to an offline provider (scripted): no money was spent.
+    offline: int = 0
 
-    def add(self, usage: dict[str, Any], cost: float | None) -> None:
+    def add(self, usage: dict[str, Any], cost: float | None, offline: bool = False) -> None:
         for k in ("input_tokens", "output_tokens", "cached_tokens"):
             self.usage[k] += int(usage.get(k, 0) or 0)
         self.requests += 1
-        if cost is None:
+        if offline:
+            self.offline += 1
+        elif cost is None:
             self.unpriced += 1
         else:
             self.cost_usd += cost
@@ -200,8 +209,11 @@ class Spend:
 
     @property
     def known_cost(self) -> float | None:
-        """USD, or None when any request had no price (a part would mislead)."""
-        return None if self.unpriced else round(self.cost_usd, 10)
+        """USD, or None when any request had no price (a part would mislead)
+        or every one went to an offline provider (there is no cost)."""
+        if self.unpriced or (self.requests and self.offline == self.requests):
+            return None
+        return round(self.cost_usd, 10)
 
 
 @dataclass
@@ -216,9 +228,10 @@ class RunCost:
     #: Why a budget stopped an agent (the first time), for RunFinished.
     exceeded: str = ""
 
-    def add_request(self, agent: str, usage: dict[str, Any], cost: float | None) -> None:
-        self.run.add(usage, cost)
-        self.agents.setdefault(agent, Spend()).add(usage, cost)
+    def add_request(self, agent: str, usage: dict[str, Any], cost: float | None,
+                    offline: bool = False) -> None:
+        self.run.add(usage, cost, offline)
+        self.agents.setdefault(agent, Spend()).add(usage, cost, offline)
 
     def add_tool_cost(self, usd: float) -> None:
         self.tool_cost_usd += usd
@@ -254,21 +267,26 @@ class AgentMeter:
     handled); without an engine (a bare loop in a test), this message's."""
 
     def __init__(self, agent: str, model: str, engine: Any = None,
-                 budget_usd: float | None = None, budget_tokens: int | None = None) -> None:
+                 budget_usd: float | None = None, budget_tokens: int | None = None,
+                 offline: bool = False) -> None:
         self.agent = agent
         self.model = model
         self.budget_usd = budget_usd or None
         self.budget_tokens = budget_tokens or None
+        #: The provider is offline (scripted): nothing is priced or spent.
+        self.offline = offline
         self.run: RunCost | None = getattr(engine, "cost", None)
         self.own = Spend()
-        self.cost_usd: float | None = 0.0  # this message's, None once a request had no price
+        # This message's USD; None once a request had no price, and offline.
+        self.cost_usd: float | None = None if offline else 0.0
         #: Call id -> estimated tokens its result cost in the next request.
         self.tool_tokens: dict[str, int] = {}
         self._pending: dict[str, str] = {}
-        self._price = price_of(model)  # once per agent run, not per request
-        check_priced(model, self.budget_usd, "the agent's budget_usd")
-        if self.run is not None:
-            check_priced(model, self.run.budget_usd, "the flow's budget_usd")
+        self._price = None if offline else price_of(model)  # once per agent run
+        if not offline:
+            check_priced(model, self.budget_usd, "the agent's budget_usd")
+            if self.run is not None:
+                check_priced(model, self.run.budget_usd, "the flow's budget_usd")
 
     @property
     def agent_spend(self) -> Spend:
@@ -292,11 +310,11 @@ class AgentMeter:
         """Price one request (None: no price), count it, and give the tool
         results it carried their share of its input tokens (``request_chars``:
         the characters of all the request's texts)."""
-        cost = request_cost(self.model, usage, self._price)
+        cost = None if self.offline else request_cost(self.model, usage, self._price)
         if self.run is not None:
-            self.run.add_request(self.agent, usage, cost)
+            self.run.add_request(self.agent, usage, cost, self.offline)
         else:
-            self.own.add(usage, cost)
+            self.own.add(usage, cost, self.offline)
         if self.cost_usd is not None:
             self.cost_usd = None if cost is None else round(self.cost_usd + cost, 10)
         if self._pending:
@@ -329,14 +347,19 @@ def fmt_usd(usd: float | None) -> str:
     return f"${usd:,.2f}"
 
 
-def summary(usage: dict[str, Any] | None, cost_usd: float | None, tool_cost_usd: float = 0.0) -> str:
+def summary(usage: dict[str, Any] | None, cost_usd: float | None, tool_cost_usd: float = 0.0,
+            offline: bool = False) -> str:
     """A run's cost in a few words, for the status bar and the history:
     "$0.0110 · 4,300 tokens · tools $0.25"; "" when it used no LLM and no
-    paid tool. Tokens without a USD figure: some model had no price."""
+    paid tool. Tokens without a USD figure: some model had no price.
+    ``offline``: every LLM request went to an offline provider (scripted):
+    "offline · 4,300 tokens", never a price."""
     usage = usage or {}
     tokens = int(usage.get("input_tokens", 0) or 0) + int(usage.get("output_tokens", 0) or 0)
     parts = []
-    if cost_usd is not None:
+    if offline:
+        parts.append("offline")
+    elif cost_usd is not None:
         parts.append(fmt_usd(cost_usd))
     if tokens:
         parts.append(f"{tokens:,} tokens")

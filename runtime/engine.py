@@ -259,6 +259,10 @@ class RunResult:
     usage: dict[str, int] = field(default_factory=dict)
     cost_usd: float | None = None
     tool_cost_usd: float = 0.0
+    #: Tool calls that ended in error or were refused (runtime.tools counts).
+    failed_tool_calls: int = 0
+    #: LLM requests to an offline provider (scripted), which cost nothing.
+    offline_requests: int = 0
 
 
 class Engine:
@@ -313,6 +317,7 @@ class Engine:
         self._reason = ""  # set when something other than settling ends the run
         self._message = ""
         self.cost = RunCost()  # made again, with the flow's budget, by run()
+        self.failed_tool_calls = 0  # tool calls that failed or were refused (runtime.tools)
         self._in_flight: dict[str, int] = {}
         self._deadline = 0.0  # time.monotonic() past which deferred work is dropped
         self._queue: deque[tuple[NodeRuntime, dict]] = deque()  # deferred hops, in order
@@ -411,6 +416,7 @@ class Engine:
         # The run's tokens and USD; agents add to it and check its budget.
         self.cost = RunCost(budget_usd=self.flow.settings.budget_usd,
                             budget_tokens=self.flow.settings.budget_tokens)
+        self.failed_tool_calls = 0
         if timeout is not None:
             self._deadline = time.monotonic() + timeout
         self.running = True
@@ -557,7 +563,9 @@ class Engine:
             self._message = cost.exceeded  # a budget stopped an agent: say which
         spent = {"usage": dict(cost.run.usage) if cost.run.requests else {},
                  "cost_usd": cost.run.known_cost if cost.run.requests else None,
-                 "tool_cost_usd": round(cost.tool_cost_usd, 10)}
+                 "tool_cost_usd": round(cost.tool_cost_usd, 10),
+                 "failed_tool_calls": self.failed_tool_calls,
+                 "offline_requests": cost.run.offline}
         if self.bus.active:
             self.bus.publish(self.stats())
             if self._record_inputs:

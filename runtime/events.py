@@ -87,6 +87,11 @@ class RunFinished(Event):
     usage: dict[str, int] = field(default_factory=dict)
     cost_usd: float | None = None
     tool_cost_usd: float = 0.0
+    # Tool calls that failed (error) or were refused: a run can complete
+    # while an agent's tools failed under it, and must not look all well.
+    failed_tool_calls: int = 0
+    # LLM requests to an offline provider (scripted): they cost nothing.
+    offline_requests: int = 0
 
 
 @dataclass(slots=True, kw_only=True)

@@ -1044,11 +1044,17 @@ class ToolBridge:
         name = short(str(name), 100)
         tool = self.tools.get(name)
         node_id = tool.node_id if tool else ""
-        args = short(raw_args) if isinstance(raw_args, str) else preview(raw_args)
+        parsed, problem, _ = _parse(raw_args)
+        if problem is None and isinstance(parsed, dict):
+            # Sound arguments stay an object, as any call's do (masked and
+            # bounded), not their JSON text.
+            args: Any = event_args(parsed, checked=True)
+        else:
+            args = short(raw_args) if isinstance(raw_args, str) else preview(raw_args)
         if self.engine.bus.active:
             self.engine.bus.publish(ToolCall(agent=self.agent_id, node=node_id, tool=name,
-                                             caller_id=caller_id, args=redact(args),
-                                             parent=parent))
+                                             caller_id=caller_id, parent=parent,
+                                             args=redact(args) if isinstance(args, str) else args))
         out = ToolOutcome(call_id, caller_id, name, node_id, args, "refused", error=why,
                           bounded=True)
         self._published(out, parent)
@@ -1281,6 +1287,8 @@ class ToolBridge:
         return req
 
     def _published(self, out: ToolOutcome, parent: str = "") -> None:
+        if out.status == "error" or out.status == "refused":
+            self.engine.failed_tool_calls += 1
         bus = self.engine.bus
         if bus.active:
             bus.publish(ToolResult(agent=self.agent_id, node=out.node, tool=out.tool,

@@ -1,5 +1,9 @@
 """Cost and budgets: prices per model, totals per request, agent and run,
-tool results' own cost, and budgets that stop an agent (runtime.cost)."""
+tool results' own cost, and budgets that stop an agent (runtime.cost).
+
+A priced run needs a provider that is really called: the local
+OpenAI-compatible server (tests/servers/llm.py) plays the turns. The
+scripted provider is offline and never priced."""
 
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ from runtime import cost
 from runtime.flow import parse_flow
 from runtime.node import AI, CUSTOM, Node, Output, Param, Tool, node
 from runtime.registry import Registry
-from tests.servers.flows import TEST_NODES, agent_flow, run, scripted
+from tests.servers.flows import TEST_NODES, agent_flow, fixed, run, scripted
+from tests.servers.llm import LlmServer, openai_reply
 
 # USD per million tokens: easy sums.
 PRICES = {"models": {"test-model": {"input": 2.0, "output": 10.0, "cached": 1.0}}}
@@ -50,6 +55,26 @@ CALL = {"tool_calls": [{"name": "paid", "arguments": {"q": "x" * 400}}], "usage"
 COST1, COST2 = 0.003, 0.008
 
 
+@pytest.fixture
+def llm(monkeypatch):
+    """A local OpenAI-compatible server; ``served(llm, turns, ...)`` makes
+    an agent that asks it for turns written as the scripted provider's."""
+    monkeypatch.setenv("TEST_KEY", "sk-test-cost")
+    with LlmServer() as server:
+        yield server
+
+
+def served(llm: LlmServer, turns: list[dict], model: str = "test-model", **params) -> dict:
+    llm.replies = [openai_reply(t.get("text"), [(c["name"], c["arguments"])
+                                               for c in t.get("tool_calls", [])] or None,
+                                model=model, usage=(t["usage"]["input_tokens"],
+                                                    t["usage"]["output_tokens"]))
+                   for t in turns]
+    return {"provider": fixed("openai"), "base_url": fixed(llm.openai_url),
+            "api_key_env": fixed("TEST_KEY"), "model": fixed(model),
+            **{k: fixed(v) for k, v in params.items()}}
+
+
 def test_request_cost_from_the_table_and_none_for_an_unknown_model(prices):
     assert cost.request_cost("test-model", USAGE1) == pytest.approx(COST1)
     # cached tokens are within input_tokens, at the cached rate
@@ -80,8 +105,8 @@ def test_tool_tokens_are_the_results_share_of_the_next_request():
     assert cost.tool_tokens(0, 1, {"c1": "x"}) == {"c1": 0}
 
 
-async def test_totals_per_request_agent_and_run_with_tool_cost(prices):
-    flow = agent_flow(scripted([CALL, {"text": "done", "usage": USAGE2}], model="test-model"),
+async def test_totals_per_request_agent_and_run_with_tool_cost(prices, llm):
+    flow = agent_flow(served(llm, [CALL, {"text": "done", "usage": USAGE2}]),
                       [{"id": "paid", "type": "test.paid", "params": {}}])
     result, rec, engine = await run(flow, reg=reg())
     assert result.status == "ok", rec.dump()
@@ -115,9 +140,9 @@ def _turns(n: int) -> list[dict]:
     return [CALL] * n + [{"text": "done", "usage": USAGE1}]
 
 
-async def test_agent_budget_in_usd_stops_after_the_turn_that_crossed_it(prices):
+async def test_agent_budget_in_usd_stops_after_the_turn_that_crossed_it(prices, llm):
     # 0.004: turn 1 spends 0.003 (under), turn 2 0.006 (crossed): no turn 3.
-    flow = agent_flow(scripted(_turns(5), model="test-model", budget_usd=0.004),
+    flow = agent_flow(served(llm, _turns(5), budget_usd=0.004),
                       [{"id": "paid", "type": "test.paid", "params": {}}])
     result, rec, _ = await run(flow, reg=reg())
     assert len(rec.of("llm.request")) == 2
@@ -139,8 +164,8 @@ async def test_agent_budget_in_tokens(prices):
     assert "budget of 2,000 tokens is spent (2,200 tokens" in rec.of("run.finished")[0].message
 
 
-async def test_run_budget_from_the_flow_settings(prices):
-    flow = agent_flow(scripted(_turns(5), model="test-model"),
+async def test_run_budget_from_the_flow_settings(prices, llm):
+    flow = agent_flow(served(llm, _turns(5)),
                       [{"id": "paid", "type": "test.paid", "params": {}}])
     data = flow.model_dump(by_alias=True, exclude_none=True)
     data["settings"]["budget_usd"] = 0.001
@@ -152,11 +177,29 @@ async def test_run_budget_from_the_flow_settings(prices):
     assert result.status == "error"
 
 
-async def test_usd_budget_without_a_price_is_refused_before_any_request(prices):
-    flow = agent_flow(scripted(_turns(1), model="mystery", budget_usd=1.0), [])
+async def test_usd_budget_without_a_price_is_refused_before_any_request(prices, llm):
+    flow = agent_flow(served(llm, _turns(1), model="mystery", budget_usd=1.0), [])
     result, rec, _ = await run(flow, reg=reg())
     assert rec.of("llm.request") == []
     assert "model 'mystery' has no price" in rec.of("node.error")[0].message
+
+
+async def test_a_scripted_run_is_offline_its_tokens_count_but_it_costs_nothing(prices):
+    """Issue T3 2/10, item 8: the scripted provider plays a model offline,
+    so its usage has no USD, even against a priced model, and a USD budget
+    is neither spent nor refused; tokens still count (and their budget)."""
+    flow = agent_flow(scripted([CALL, {"text": "done", "usage": USAGE2}], model="test-model",
+                               budget_usd=0.001),
+                      [{"id": "paid", "type": "test.paid", "params": {}}])
+    result, rec, engine = await run(flow, reg=reg())
+    assert result.status == "ok", rec.dump()
+    assert [r.cost_usd for r in rec.of("llm.response")] == [None, None]
+    assert rec.debug_values()[0]["agent"]["cost_usd"] is None
+    finished = rec.of("run.finished")[0]
+    assert finished.cost_usd is None and result.cost_usd is None
+    assert finished.usage["input_tokens"] == 4000 and finished.usage["output_tokens"] == 300
+    assert finished.tool_cost_usd == pytest.approx(0.25)  # the tool's own charge is real
+    assert engine.cost.run.offline == 2 and engine.cost.run.unpriced == 0
 
 
 def test_budget_params_must_not_be_negative():

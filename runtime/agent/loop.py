@@ -80,7 +80,8 @@ async def run_agent(*, agent_id: str, provider: Provider, bridge: ToolBridge | N
                               "(an agent used as a tool counts one level)")
     from ..cost import AgentMeter
 
-    meter = AgentMeter(agent_id, model, engine, budget_usd, budget_tokens)
+    meter = AgentMeter(agent_id, model, engine, budget_usd, budget_tokens,
+                       offline=getattr(provider, "offline", False))
     token = _depth.set(depth)
     try:
         run = _run(agent_id, provider, bridge, bus, base_msg, prompt, instructions, model,

@@ -64,6 +64,9 @@ def script_problems(script: Any) -> list[str]:
 
 class ScriptedProvider(Provider):
     name = "scripted"
+    #: Plays turns written in the flow: no request leaves the machine, so
+    #: nothing is priced, whatever model it plays (runtime.cost).
+    offline = True
 
     def __init__(self, *, script: Any = None, **_: Any) -> None:
         problems = script_problems(script)
