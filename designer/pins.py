@@ -17,8 +17,7 @@ from PySide6.QtGui import QAction
 
 from runtime.pins import recorded_to_pin, shortened
 
-from .commands import SetPin
-from .panels.pin_dialog import check_pin, data_ports, node_label, open_pin_dialog
+from .panels.pin_dialog import check_pin, data_ports, node_label, open_pin_dialog, push_pin
 
 USE_PINS_KEY = "run/use_pinned_data"
 
@@ -82,8 +81,7 @@ class PinActions(QObject):
         if note or pin_ok is None:
             open_pin_dialog(self.document, node_id, self.window, value=pin, note=note or why)
             return False
-        self.document.undo_stack.push(SetPin(self.document, node_id, pin_ok,
-                                             "Pin last output"))
+        push_pin(self.document, node_id, pin_ok, "Pin last output")
         self._say(f"Pinned the last output of '{node_label(self.document, node_id)}': it does "
                   "not run while pinned")
         return True
@@ -94,7 +92,7 @@ class PinActions(QObject):
     def unpin(self, node_id: str) -> None:
         fnode = self.document.node(node_id)
         if fnode is not None and fnode.pin is not None:
-            self.document.undo_stack.push(SetPin(self.document, node_id, None))
+            push_pin(self.document, node_id, None)
 
     def _say(self, text: str) -> None:
         bar = self.window.statusBar() if hasattr(self.window, "statusBar") else None

@@ -12,6 +12,8 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QAbstractScrollArea,
+    QApplication,
     QDialog,
     QDialogButtonBox,
     QFrame,
@@ -32,6 +34,21 @@ from .json_editor import INVALID, format_json, mono_font, parse_json
 
 #: What "Pin Data…" starts from when the node has no pin and no run output.
 BLANK_MESSAGE = {"payload": ""}
+
+
+def push_pin(doc: FlowDocument, node_id: str, pin: dict | None, text: str = "") -> None:
+    """Pin, change or unpin (``pin`` None) as one step on the undo stack.
+
+    A step that puts back the pin the node had before the one step since
+    the flow was saved (pinned, then unpinned again) leaves the flow as it
+    is on disk: it is not marked modified. Undo still brings the pin back."""
+    stack = doc.undo_stack
+    top = stack.command(stack.index() - 1) if stack.index() > 0 else None
+    as_saved = (stack.cleanIndex() >= 0 and stack.index() == stack.cleanIndex() + 1
+                and isinstance(top, SetPin) and top.node_id == node_id and top.old == pin)
+    stack.push(SetPin(doc, node_id, pin, text))
+    if as_saved:
+        stack.setClean()
 
 
 def pin_color() -> str:
@@ -171,11 +188,11 @@ class PinDialog(QDialog):
             return
         fnode = self.doc.node(self.node_id)
         if fnode is not None and fnode.pin != pin:
-            self.doc.undo_stack.push(SetPin(self.doc, self.node_id, pin))
+            push_pin(self.doc, self.node_id, pin)
         self.accept()
 
     def unpin(self) -> None:
-        self.doc.undo_stack.push(SetPin(self.doc, self.node_id, None))
+        push_pin(self.doc, self.node_id, None)
         self.accept()
 
 
@@ -244,4 +261,13 @@ class PinBanner(QFrame):
         open_pin_dialog(self.doc, self.node_id, self.window())
 
     def unpin(self) -> None:
-        self.doc.undo_stack.push(SetPin(self.doc, self.node_id, None))
+        # The banner goes with the pin, and the button with it: Qt would hand
+        # the focus on to the next field, the node's Name, its text selected,
+        # so that the next key renamed the node. The panel keeps it instead.
+        focus = QApplication.focusWidget()
+        if focus is not None and (focus is self or self.isAncestorOf(focus)):
+            keeper = self.parentWidget()
+            while keeper is not None and not isinstance(keeper, QAbstractScrollArea):
+                keeper = keeper.parentWidget()
+            (keeper or self.window()).setFocus(Qt.FocusReason.OtherFocusReason)
+        push_pin(self.doc, self.node_id, None)

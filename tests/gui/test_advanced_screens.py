@@ -221,3 +221,79 @@ def test_after_step_the_tab_follows_the_stepped_message(open_window, qtbot, tmp_
     settle()
     assert tab.current().msg["payload"]["order"] == "A-1002"
     finish(qtbot, window)
+
+
+# -- pins -----------------------------------------------------------------------------------------
+def pin_through_the_dialog(window, qtbot, node_id: str) -> None:
+    """Node menu > Pin Data…, then the dialog's Pin, with the mouse."""
+    from PySide6.QtWidgets import QApplication
+
+    menu = window.build_node_menu(node_id)
+    next(a for a in menu.actions() if a.text() == "Pin Data…").trigger()
+    menu.deleteLater()
+    dialog = next(w for w in QApplication.topLevelWidgets()
+                  if type(w).__name__ == "PinDialog" and w.isVisible())
+    qtbot.mouseClick(dialog.pin_button, Qt.MouseButton.LeftButton)
+    settle()
+
+
+def test_unpin_in_properties_leaves_the_focus_off_the_node_name(open_window, qtbot, tmp_path):
+    from PySide6.QtWidgets import QApplication
+
+    window = open_window(order_checks(tmp_path))
+    doc = window.document
+    window.select_node("check")
+    settle()
+    pin_through_the_dialog(window, qtbot, "check")
+    assert doc.node("check").pin == {"out": [{"payload": ""}]}
+    banner = window.properties.form.pin_banner
+    assert banner.isVisible()
+    shot(window, "pinned-banner")
+    window.activateWindow()  # the dialog closed: the person is back in the window
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5000)
+
+    # The banner's Unpin, with the mouse; then keys, as a person goes on typing.
+    qtbot.mouseClick(banner.unpin_button, Qt.MouseButton.LeftButton)
+    settle()
+    assert doc.node("check").pin is None
+    focus = QApplication.focusWidget()
+    assert focus is not None
+    assert not (isinstance(focus, QLineEdit) and focus.hasSelectedText()), \
+        f"focus went to {focus.objectName() or type(focus).__name__} with its text selected"
+    qtbot.keyClicks(focus, "x")
+    qtbot.keyClick(focus, Qt.Key.Key_Return)
+    window.select_node("show")  # leaving the form ends any edit in it
+    settle()
+    assert doc.node("check").name == "Check order"
+    window.select_node("check")
+    settle()
+    shot(window, "after-unpin")
+    assert_fits(window)
+
+
+def test_pin_then_unpin_leaves_a_saved_flow_unmodified(open_window, qtbot, tmp_path):
+    window = open_window(order_checks(tmp_path))
+    doc = window.document
+    assert not doc.modified
+    window.select_node("check")
+    settle()
+    pin_through_the_dialog(window, qtbot, "check")
+    assert doc.modified and window.isWindowModified()
+    menu = window.build_node_menu("check")
+    next(a for a in menu.actions() if a.text() == "Unpin").trigger()
+    menu.deleteLater()
+    settle()
+    assert doc.node("check").pin is None
+    assert not doc.modified and not window.isWindowModified()
+    # Undo still brings the pin back (and the flow differs from the file again).
+    doc.undo_stack.undo()
+    assert doc.node("check").pin == {"out": [{"payload": ""}]} and doc.modified
+    doc.undo_stack.redo()
+    assert doc.node("check").pin is None and not doc.modified
+    # A pin kept, saved, and then removed is an edit of the saved flow.
+    pin_through_the_dialog(window, qtbot, "check")
+    assert window.save()
+    window.run_session.pins.unpin("check")
+    assert doc.modified and doc.undo_stack.undoText() == "Unpin node"
+    doc.undo_stack.undo()
+    assert doc.node("check").pin == {"out": [{"payload": ""}]} and not doc.modified
