@@ -23,7 +23,7 @@ from runtime.flow import Problem
 
 from .mcp_dialog import serve_action_for
 from .panels.inspector import Inspector
-from .panels.inspector.common import COLORS, fmt_duration
+from .panels.inspector.common import COLORS, failed_calls, fmt_duration, run_outcome
 from .panels.inspector.dock import InspectorDock
 from .panels.inspector.inspector import TAB_AGENT, TAB_DEBUG, TAB_PROBLEMS
 from .panels.inspector.staleness import RunSnapshot
@@ -78,6 +78,8 @@ class RunSession(QObject):
         self.inspector.show_validation(list(getattr(self.document, "problems", [])))
         self.dock = InspectorDock(window, window.inspector_dock, self.inspector, _settings)
         self._node_state: dict[str, tuple[str, int, str]] = {}
+        #: Agent id -> its tool calls that failed or were refused in this run.
+        self._failed: dict[str, int] = {}
         self._result: RunResult | None = None
         # The flow the current (or last) run ran, to tell what was edited
         # since; None once another flow is on screen.
@@ -278,6 +280,7 @@ class RunSession(QObject):
 
     def _on_started(self, run_id: str) -> None:
         self._node_state.clear()
+        self._failed.clear()
         scene = getattr(self.window, "scene", None)
         if scene is not None and hasattr(scene, "clear_run_state"):
             scene.clear_run_state()
@@ -300,6 +303,7 @@ class RunSession(QObject):
         self.snapshot = None
         self._wire_map = None
         self._node_state.clear()
+        self._failed.clear()
         if self.controller.is_running:
             self.controller.stop()
         self.inspector.clear_run()
@@ -359,17 +363,18 @@ class RunSession(QObject):
         for node_id, (state, count, text) in list(self._node_state.items()):
             if state == "running":
                 self._badge(node_id, "done", count, text)
-        words = {"ok": "Finished", "error": "Finished with errors", "stopped": "Stopped",
-                 "timeout": "Timed out"}
-        text = f"{words.get(result.status, result.status)} in {fmt_duration(result.duration_ms)}"
+        failed = getattr(result, "failed_tool_calls", 0)
+        words, state = run_outcome(result.status, failed)
+        text = f"{words} in {fmt_duration(result.duration_ms)}"
         if result.errors:
             text += f" · {result.errors} error{'s' if result.errors != 1 else ''}"
-        spent = cost_summary(result.usage, result.cost_usd, result.tool_cost_usd)
+        offline = getattr(result, "offline_requests", 0) > 0 and result.cost_usd is None
+        spent = cost_summary(result.usage, result.cost_usd, result.tool_cost_usd, offline)
         if spent:
-            text += f" · {spent}"  # "$0.0110 · 4,300 tokens"
+            text += f" · {spent}"  # "$0.0110 · 4,300 tokens", "offline · 4,300 tokens"
         if result.reason == "failed" and result.message:
             text += f" · {result.message}"  # a bound ended it: "message storm at loop: ..."
-        self._set_status(result.status, text)
+        self._set_status(state, text)
         self.inspector.run_finished()
         if result.errors and self.inspector.tabs.currentIndex() == TAB_DEBUG \
                 and not self.inspector.live.debug:
@@ -448,6 +453,11 @@ class RunSession(QObject):
                 prev = self._node_state.get(e.node, ("idle", 0, ""))
                 state = "done" if e.status == "success" else "error"
                 self._badge(e.node, state, prev[1], e.status if e.status != "success" else "")
+                if e.status in ("error", "refused"):
+                    # The agent goes on, and may say all went well: its badge
+                    # says a call failed under it.
+                    self._failed[e.agent] = self._failed.get(e.agent, 0) + 1
+                    self._badge(e.agent, *self._node_state.get(e.agent, ("done", 0, "")))
             elif kind == "tool.status" and e.node:
                 self._tool_status(e)
 
@@ -465,6 +475,12 @@ class RunSession(QObject):
         return bool(spec is not None and spec.source)
 
     def _badge(self, node_id: str, state: str, count: int, text: str) -> None:
+        failed = self._failed.get(node_id, 0)
+        if failed and state in ("done", "warning"):
+            # An agent whose tool calls failed ends in the warning colour,
+            # however well its answer says it went ("1 failed tool call":
+            # the line under a card holds no more).
+            state, text = "warning", failed_calls(failed)
         value = (state, count, text)
         if self._node_state.get(node_id) == value:
             return

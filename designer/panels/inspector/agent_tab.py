@@ -67,7 +67,7 @@ def _para(text: str, mono: bool = False) -> str:
     return f"<div>{html.escape(text).replace(chr(10), '<br>')}</div>"
 
 
-def _tool_call_html(call: dict[str, Any]) -> str:
+def _tool_call_html(call: dict[str, Any], failed: frozenset[str] = frozenset()) -> str:
     # OpenAI: {"id", "type": "function", "function": {"name", "arguments"}};
     # flat {"id", "name", "arguments"}; Anthropic tool_use: {"id", "name", "input"}.
     fn = call.get("function") if isinstance(call.get("function"), dict) else call
@@ -79,10 +79,30 @@ def _tool_call_html(call: dict[str, Any]) -> str:
         except ValueError:
             pass
     cid = call.get("id") or call.get("caller_id") or ""
-    return (f'<div style="margin-top: 4px;"><span style="color: {ROLE_COLORS["tool"]};">'
-            f"→ calls <b>{html.escape(str(name))}</b></span>"
+    bad = str(cid) in failed
+    tint = COLORS["error"] if bad else ROLE_COLORS["tool"]
+    return (f'<div style="margin-top: 4px;"><span style="color: {tint};">'
+            f"{'✕' if bad else '→'} calls <b>{html.escape(str(name))}</b>"
+            f"{' · failed' if bad else ''}</span>"
             f'<span style="color: {COLORS["muted"]};">  {html.escape(str(cid))}</span></div>'
             + _para(_text(args), mono=True))
+
+
+def tool_failed(msg: dict[str, Any]) -> bool:
+    """A tool message that tells the LLM its call failed: Anthropic's
+    is_error, or the runtime's answer to a failed, refused or rejected call,
+    an object whose only key is "error" (runtime.tools ToolOutcome)."""
+    if msg.get("role") != "tool":
+        return False
+    if msg.get("is_error"):
+        return True
+    content = msg.get("content")
+    if isinstance(content, str):
+        try:
+            content = json.loads(content)
+        except ValueError:
+            return False
+    return isinstance(content, dict) and set(content) == {"error"}
 
 
 def _content_html(content: Any) -> str:
@@ -109,7 +129,8 @@ def _content_html(content: Any) -> str:
     return _para(_text(content), mono=True)
 
 
-def message_html(msg: dict[str, Any]) -> str:
+def message_html(msg: dict[str, Any], failed: frozenset[str] = frozenset()) -> str:
+    """``failed``: the ids of the calls whose result was a failure, marked red."""
     role = str(msg.get("role", "?"))
     tint = ROLE_COLORS.get(role, COLORS["muted"])
     label = role.upper()
@@ -127,11 +148,12 @@ def message_html(msg: dict[str, Any]) -> str:
             except ValueError:
                 pass
         body = _para(_text(content), mono=True)
-        if msg.get("is_error"):
-            extra += "  error"
+        if tool_failed(msg):
+            tint = COLORS["error"]
+            extra += "  ✕ failed"
     for call in msg.get("tool_calls") or []:
         if isinstance(call, dict):
-            body += _tool_call_html(call)
+            body += _tool_call_html(call, failed)
     return (f'<table width="100%" cellspacing="0" cellpadding="0" style="margin: 0 0 10px 0;">'
             f'<tr><td width="4" style="background: {tint};"></td><td style="padding: 4px 10px;">'
             f'<div style="color: {tint}; font-size: 11px; font-weight: 600; letter-spacing: 1px;">'
@@ -147,7 +169,9 @@ def conversation_html(conv: Conversation, system: str = "") -> str:
         # Providers that take the instructions apart from the messages
         # (Anthropic's `system`) do not list them; the LLM still saw them.
         msgs = [{"role": "system", "content": system}, *msgs]
-    return "".join(message_html(m) for m in msgs if isinstance(m, dict))
+    failed = frozenset(str(m.get("tool_call_id")) for m in msgs
+                       if isinstance(m, dict) and tool_failed(m))
+    return "".join(message_html(m, failed) for m in msgs if isinstance(m, dict))
 
 
 def usage_text(conv: Conversation | None) -> str:
@@ -159,7 +183,8 @@ def usage_text(conv: Conversation | None) -> str:
     turns = len(conv.turns)
     model = f"{conv.provider} · {conv.model}  ·  " if conv.model or conv.provider else ""
     cached = usage.get("cached_tokens", 0)
-    cost = fmt_usd(conv.cost_usd)
+    # A scripted model is offline: it costs nothing, whatever model it plays.
+    cost = "offline" if conv.provider == "scripted" else fmt_usd(conv.cost_usd)
     return (f"{model}{turns} turn{'s' if turns != 1 else ''}  ·  "
             f"{inp:,} tokens in{f' ({cached:,} cached)' if cached else ''}  ·  {out:,} out"
             + (f"  ·  {cost}" if cost else ""))
@@ -408,6 +433,11 @@ class AgentTree(QWidget):
             item.setForeground(3, QBrush(color(tint if call.status != "success" else "warning")))
         else:
             item.setForeground(3, QBrush(color("success")))
+        if call.status in ("error", "refused"):
+            # A failed call is red on its whole row, whatever the answer says.
+            item.setText(0, f"✕ {call.tool}")
+            for column in (0, 2, 3):
+                item.setForeground(column, QBrush(color("error")))
         item.setText(4, fmt_duration(call.ms) if call.t1 is not None else "…")
         item.setData(0, KEY_ROLE, key)
         item.setData(0, DATA_ROLE, call)

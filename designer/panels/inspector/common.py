@@ -110,6 +110,24 @@ def fmt_duration(ms: float | None) -> str:
     return f"{int(minutes)} min {seconds:.0f} s"
 
 
+def failed_calls(n: int) -> str:
+    """"1 failed tool call", "3 failed tool calls"."""
+    return f"{n} failed tool call{'s' if n != 1 else ''}"
+
+
+def run_outcome(status: str, failed_tool_calls: int = 0) -> tuple[str, str]:
+    """(words, colour state) for how a run ended: a run that completed while
+    tool calls failed under it says so in the warning colour, never a green
+    "Finished"."""
+    words = {"ok": "Finished", "error": "Finished with errors", "stopped": "Stopped",
+             "timeout": "Timed out"}.get(status, status)
+    if status == "ok" and failed_tool_calls:
+        return f"Finished with {failed_calls(failed_tool_calls)}", "warning"
+    if failed_tool_calls:
+        words += f", {failed_calls(failed_tool_calls)}"
+    return words, status
+
+
 def fmt_seconds(t: float) -> str:
     return f"{t * 1000:.0f} ms" if t < 1 else f"{t:.2f} s"
 

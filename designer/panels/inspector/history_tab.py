@@ -25,7 +25,7 @@ from runtime.cost import fmt_usd
 from runtime.cost import summary as cost_summary
 from runtime.events import RunFinished, read_event
 
-from .common import COLORS, ElidedLabel, color, fmt_duration, hint_label
+from .common import COLORS, ElidedLabel, color, failed_calls, fmt_duration, hint_label
 from .diff_view import CompareDialog, origin_text
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class HistoryTab(QWidget):
         self.tree.setRootIsDecorated(False)
         self.tree.setAlternatingRowColors(True)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        for col, width in enumerate((170, 260, 90, 100, 60, 90, 90)):
+        for col, width in enumerate((170, 260, 90, 230, 60, 90, 90)):
             self.tree.setColumnWidth(col, width)
         # The flow's name takes what the others leave: a rerun's origin
         # follows it ("· rerun of 3fa2… from Send Mail"), and is not cut.
@@ -154,14 +154,24 @@ class HistoryTab(QWidget):
         item.setText(1, run.flow or "Untitled")
         item.setToolTip(1, run.path)
         item.setText(2, fmt_duration(run.duration_ms))
-        item.setText(3, run.status)
-        item.setForeground(3, QBrush(color(run.status)))
+        failed = finished.failed_tool_calls if finished is not None else 0
+        if run.status == "ok" and failed:
+            # Completed, but tools failed under an agent: not a green "ok".
+            item.setText(3, f"finished with {failed_calls(failed)}")
+            item.setForeground(3, QBrush(color("warning")))
+        else:
+            item.setText(3, run.status)
+            item.setForeground(3, QBrush(color(run.status)))
+        item.setToolTip(3, item.text(3))
         item.setText(4, str(run.errors) if run.errors else "")
         if finished is not None:
-            # USD where every model had a price; else the tokens alone
-            item.setText(COST_COLUMN, fmt_usd(finished.cost_usd) or _tokens(finished.usage))
+            # USD where every model had a price; "offline" for a scripted
+            # model, which costs nothing; else the tokens alone
+            offline = finished.offline_requests > 0 and finished.cost_usd is None
+            item.setText(COST_COLUMN, "offline" if offline else
+                         fmt_usd(finished.cost_usd) or _tokens(finished.usage))
             item.setToolTip(COST_COLUMN, cost_summary(finished.usage, finished.cost_usd,
-                                                      finished.tool_cost_usd)
+                                                      finished.tool_cost_usd, offline)
                             or "no LLM request and no paid tool")
         item.setText(6, f"{run.events:,}" + (f" (+{run.dropped:,} not kept)" if run.dropped else ""))
 
