@@ -12,7 +12,8 @@ unpacking what it hides.
 - a zip directory that lies about a part's size, smaller or larger, with the
   CRC forged to match what Python's zip reader would hand over;
 - hundreds of thousands of XML elements in one row (all in memory until the
-  row ends);
+  row ends), between rows (never cleared), or in one shared string; and
+  millions of empty shared strings (openpyxl kept an element for each);
 - parts that are each under max_bytes but together unpack to more than
   4 x max_bytes;
 - a zip directory over 4 MB (a 50 MB zip can list a million parts);
@@ -41,7 +42,8 @@ import pytest
 from nodes.files import excel_nodes
 from nodes.files.excel_nodes import EXCEL_MAX_ROWS, MAX_ROW_ELEMENTS, read_excel
 from runtime.node import NodeConfigError
-from tests.runtime_fixtures import N, engine_for, make_flow
+from tests.runtime_fixtures import N, engine_for, make_flow, run
+from tests.servers.flows import agent_flow, fixed, scripted
 from tests.test_file_nodes import fails, ok
 
 SHEET = "xl/worksheets/sheet1.xml"
@@ -197,6 +199,65 @@ def test_one_row_of_junk_elements_is_refused(base: Path):
         "(before its first row); no real sheet does")
 
 
+def test_junk_between_rows_counts_across_the_sheet(base: Path):
+    # Elements between rows are never cleared: 1,000 rows each after 300
+    # junk elements (under the per-row bound every time) add up past it.
+    path = workbook(base / "between.xlsx", sheet((b"<x/>" * 300 + b"<row/>") * 1_000))
+    assert refused(path, header_row=0) == (
+        "path: sheet 'Sheet' of 'between.xlsx' holds more than 262,144 XML elements outside "
+        "its rows; no real sheet does")
+
+
+SST_TYPE = (b'<Override PartName="/xl/sharedStrings.xml" ContentType="application/'
+            b'vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/>')
+
+
+def with_strings(path: Path, sst_chunks, cells: bytes) -> Path:
+    parts = plain_parts()
+    parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(
+        b"</Types>", SST_TYPE + b"</Types>")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in parts.items():
+            z.writestr(name, b"".join(sheet(cells)) if name == SHEET else data)
+        with z.open("xl/sharedStrings.xml", "w") as w:
+            for chunk in sst_chunks:
+                w.write(chunk)
+    return path
+
+
+def test_shared_strings_read_as_openpyxl_reads_them(base: Path):
+    from openpyxl.reader.strings import read_string_table
+
+    sst = (b'<sst xmlns="' + NS + b'"><si><t>plain</t></si><si/><si><t></t></si>'
+           b'<si><r><rPr><b/></rPr><t>bold</t></r><r><t xml:space="preserve"> and </t></r>'
+           b'<r><t>more</t></r><rPh sb="0" eb="1"><t>PHON</t></rPh></si>'
+           b'<si><t>a_x005F_x000D_b</t></si><si><t>lead</t><r><t>run</t></r></si></sst>')
+    cells = b"".join(b'<row r="%d"><c r="A%d" t="s"><v>%d</v></c></row>' % (i + 1, i + 1, i)
+                     for i in range(6))
+    path = with_strings(base / "strings.xlsx", [sst], cells)
+    rows, _, _ = read(path, header_row=0)
+    expected = read_string_table(io.BytesIO(sst))
+    assert [r[0] for r in rows] == expected
+    assert expected[3] == "bold and more"
+
+
+def test_fifty_megabytes_of_empty_shared_strings_stay_small(base: Path):
+    # openpyxl kept an emptied element per string: 10 million <si/> (77 KB
+    # zipped) took a gigabyte and 80 s of CPU; they are dropped as read now
+    # (200,000 here, to stay quick). A string of more than 262,144 elements
+    # is refused.
+    head = b'<sst xmlns="' + NS + b'">'
+    path = with_strings(base / "sst.xlsx", repeated(head, b"<si/>", 200_000, b"</sst>"),
+                        b'<row r="1"><c r="A1"><v>1</v></c></row>')
+    assert read(path, header_row=0)[0] == [[1]]
+    path = with_strings(base / "sst2.xlsx", repeated(head + b"<si>", b"<x/>",
+                                                     MAX_ROW_ELEMENTS + 1, b"</si></sst>"),
+                        b'<row r="1"><c r="A1"><v>1</v></c></row>')
+    assert refused(path, header_row=0) == (
+        "path: the shared strings of 'sst2.xlsx' hold more than 262,144 XML elements in one "
+        "string; no real workbook does")
+
+
 # -- unpacked sizes -------------------------------------------------------------------
 
 async def test_a_zip_bomb_sheet_part_is_refused_unread(base: Path):
@@ -305,6 +366,46 @@ async def test_stopping_the_run_stops_the_parse(base: Path, monkeypatch: pytest.
     worker[0].join(120)
     assert not worker[0].is_alive()
     assert calls[0] == 100  # not one row more after the cancel
+
+
+async def test_a_tool_call_past_its_timeout_stops_the_parse(base: Path,
+                                                             monkeypatch: pytest.MonkeyPatch):
+    """An agent calls read_excel with a 0.05 s tool timeout; the probe holds
+    the first row until the run is over, so the timeout always comes first
+    (wherever the worker was then). Afterwards the worker must end having
+    handed over at most that one row."""
+    wb = openpyxl.Workbook()
+    for i in range(20_000):
+        wb.active.append([i])
+    wb.save(base / "long.xlsx")
+
+    release = threading.Event()
+    calls = [0]
+    plain = excel_nodes._plain
+
+    def probe(values):
+        calls[0] += 1
+        release.wait()
+        return plain(values)
+
+    monkeypatch.setattr(excel_nodes, "_plain", probe)
+    before = set(threading.enumerate())
+    flow = agent_flow(scripted([{"tool_calls": [{"name": "read_excel",
+                                                 "arguments": {"path": "long.xlsx"}}]},
+                                {"text": "gave up"}], tool_timeout_seconds=0.05),
+                      [{"id": "xl", "type": "excel.read",
+                        "params": {"base_folder": fixed(str(base)), "header_row": fixed(0)}}])
+    try:
+        result = await run(flow)
+    finally:
+        release.set()
+    [answer] = result.of("tool.result")
+    assert answer.status == "error" and "did not finish within 0.05 s" in answer.error
+    for thread in set(threading.enumerate()) - before:
+        if thread.name == "switchboard-blocking-tool":
+            thread.join(120)
+            assert not thread.is_alive()
+    assert calls[0] <= 1
 
 
 def test_a_set_stop_flag_stops_the_read_at_its_first_part(base: Path):

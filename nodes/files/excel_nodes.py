@@ -236,6 +236,14 @@ def _workbook(f: Any, raw: Any, max_bytes: int, stop: threading.Event | None, *,
             takes the dimension from the one sheet it walks."""
 
     class Reader(ExcelReader):
+        def read_strings(self) -> None:
+            from openpyxl.xml.constants import SHARED_STRINGS
+
+            part = self.package.find(SHARED_STRINGS)
+            if part is not None:
+                with self.archive.open(part.PartName[1:]) as src:
+                    self.shared_strings = _shared_strings(src, raw)
+
         def read_worksheets(self) -> None:
             if not self.read_only:
                 return super().read_worksheets()
@@ -270,6 +278,59 @@ def _workbook(f: Any, raw: Any, max_bytes: int, stop: threading.Event | None, *,
         reader.archive.close()
         raise _unreadable(raw, exc) from None
     return reader.wb
+
+
+def _shared_strings(src: Any, raw: Any) -> list[str]:
+    """The workbook's shared strings table, as openpyxl's read_string_table
+    gives it (a string's <t> and its runs' <t>, phonetic runs left out),
+    but each string dropped from the XML tree once read, and at most
+    MAX_ROW_ELEMENTS elements in one string: openpyxl kept an emptied
+    element per string, and 50 MB of <si/> took a gigabyte and a minute."""
+    from openpyxl.xml.constants import SHEET_MAIN_NS
+    from openpyxl.xml.functions import iterparse
+
+    si_tag, t_tag, r_tag = (f"{{{SHEET_MAIN_NS}}}{t}" for t in ("si", "t", "r"))
+    strings: list[str] = []
+    append = strings.append
+    root = None
+    depth = elements = 0
+    try:
+        for event, el in iterparse(src, events=("start", "end")):
+            if event == "start":
+                if root is None:
+                    root = el
+                depth += 1
+                continue
+            depth -= 1
+            elements += 1
+            if elements > MAX_ROW_ELEMENTS:
+                raise NodeConfigError(
+                    f"path: the shared strings of '{quote(str(raw))}' hold more than "
+                    f"{MAX_ROW_ELEMENTS:,} XML elements in one string; no real workbook does")
+            if depth != 1:
+                continue
+            if el.tag == si_tag:
+                plain, runs = None, []
+                for child in el:
+                    if child.tag == t_tag:
+                        plain = child.text
+                    elif child.tag == r_tag:
+                        text = None
+                        for part in child:
+                            if part.tag == t_tag:
+                                text = part.text
+                        if text:
+                            runs.append(text)
+                text = (plain or "") + "".join(runs) if runs else (plain or "")
+                append(text.replace("x005F_", "") if "x005F_" in text else text)
+            root.clear()  # type: ignore[union-attr] - set at the first start
+            elements = 0
+    except NodeConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - broken XML
+        raise NodeConfigError(f"path: the shared strings of '{quote(str(raw))}' cannot be "
+                              f"read ({type(exc).__name__}: {quote(str(exc))})") from None
+    return strings
 
 
 def _unreadable(raw: Any, exc: BaseException) -> NodeConfigError:
@@ -491,7 +552,7 @@ def _sheet_rows(wb: Any, ws: Any, raw: Any, bounds: tuple,
     parser = WorkSheetParser(src, ws._shared_strings, data_only=True, epoch=wb.epoch,
                              date_formats=wb._date_formats,
                              timedelta_formats=wb._timedelta_formats)
-    last = seen = elements = 0
+    last = seen = elements = loose = 0
     try:
         with src:
             for _event, el in iterparse(src):
@@ -509,6 +570,15 @@ def _sheet_rows(wb: Any, ws: Any, raw: Any, bounds: tuple,
                     if tag == DIMENSION_TAG and not seen and max_col is None:
                         max_col = _dimension_width(el.get("ref"), first_col, title)
                     continue
+                valued = any(len(cell) for cell in el)
+                # Elements between rows stay in memory (only a row is
+                # cleared): they are counted across the whole sheet.
+                loose += elements - (sum(1 for _ in el.iter()) - 1 if valued else len(el))
+                if loose > MAX_ROW_ELEMENTS:
+                    raise NodeConfigError(
+                        f"path: sheet '{title}' of '{quote(str(raw))}' holds more than "
+                        f"{MAX_ROW_ELEMENTS:,} XML elements outside its rows; no real sheet "
+                        "does")
                 elements = 0
                 seen += 1
                 if seen > EXCEL_MAX_ROWS:
@@ -516,8 +586,9 @@ def _sheet_rows(wb: Any, ws: Any, raw: Any, bounds: tuple,
                         f"path: sheet '{title}' of '{quote(str(raw))}' holds more than Excel's "
                         f"{EXCEL_MAX_ROWS:,} rows (empty ones count too)")
                 _check_stop(stop)
-                if any(len(cell) for cell in el):
+                if valued:
                     number, cells = parser.parse_row(el)
+                    parser.row_dimensions.clear()  # heights and styles: kept by openpyxl
                 else:  # no cell holds a value (<c/>): not worth parsing cell by cell
                     r = el.get("r")
                     number = parser.row_counter = int(r) if r else parser.row_counter + 1
