@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QApplication
 
+from designer import theme
 from designer.document import FlowDocument
 from tests.gui.inspector_fixtures import EMAIL_ASSISTANT, history, qt_loop  # noqa: F401
 from tests.gui.layout_checks import SCREEN_H, SCREEN_W, settle
@@ -43,6 +44,9 @@ def open_window(qtbot, qt_loop, history, monkeypatch, data_dir):  # noqa: F811
     windows = []
 
     def make(path: Path) -> MainWindow:
+        # The designer's own look (Fusion, the theme's style sheet with its
+        # item padding), as the app applies it at start.
+        theme.apply(QApplication.instance(), theme.LIGHT)
         w = MainWindow(FlowDocument.open(path), restore_layout=False,
                        autosave_interval_ms=3_600_000)
         w.resize(SCREEN_W, SCREEN_H)
@@ -64,8 +68,10 @@ def open_window(qtbot, qt_loop, history, monkeypatch, data_dir):  # noqa: F811
     QApplication.processEvents()
 
 
-ANSWER = ("I emailed the 50 customers that order A-1001 shipped today; the mail says it "
-          "arrives within three working days and how to track it. " * 8).strip()
+ANSWER = ("Sent.\n\n" + "I emailed the 50 customers that order A-1001 shipped today; the mail "
+          "says it arrives within three working days and how to track it. " * 8
+          + "Tracking: https://track.example-shop.com/orders/A-1001/shipments/"
+          "7f3a9c2e-4b1d-4e8a-9c55-2f1e0d6b8a77/status?lang=en&notify=email")
 
 
 def email_flow(tmp_path: Path, *, approval: dict | None = None, answer: str = ANSWER) -> Path:

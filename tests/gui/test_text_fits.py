@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 from PySide6.QtCore import QRect, Qt
-from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QHeaderView, QStyle, QTreeWidget, QWidget
+from PySide6.QtGui import QTextLayout, QTextOption
+from PySide6.QtWidgets import QHeaderView, QStyle, QStyleOptionViewItem, QTreeWidget, QWidget
 
 from designer.panels.inspector.inspector import TAB_DEBUG, TAB_PROBLEMS
 from tests.gui.layout_checks import settle, shot
@@ -24,14 +24,29 @@ def run(window, qtbot) -> None:
     settle()
 
 
-def wrapped_height(tree: QTreeWidget, item, column: int) -> int:
-    """The height ``item``'s text needs in its own font, wrapped at its
-    column's width less the margins the style draws text within."""
+def text_room(tree: QTreeWidget, item, column: int) -> tuple[int, int]:
+    """(the height the view gives ``item``'s text, the height its text
+    needs): the text rectangle the style draws in (Qt's own
+    SE_ItemViewItemText, padding and all), and the text laid out in it as
+    an item view lays it out (at words, or anywhere in a word longer than
+    the line)."""
+    index = tree.model().index(tree.indexOfTopLevelItem(item), column)
+    opt = QStyleOptionViewItem()
+    tree.itemDelegate().initStyleOption(opt, index)
+    opt.rect = tree.visualRect(index)
+    rect = tree.style().subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, tree)
     margin = tree.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, tree) + 1
-    width = tree.columnWidth(column) - 2 * margin
-    rect = QFontMetrics(item.font(column)).boundingRect(
-        QRect(0, 0, width, 1 << 20), int(Qt.TextFlag.TextWordWrap), item.text(column))
-    return rect.height()
+    layout = QTextLayout(item.text(column).replace("\n", "\u2028"), opt.font)
+    option = QTextOption()
+    option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    layout.setTextOption(option)
+    height = 0.0
+    layout.beginLayout()
+    while (line := layout.createLine()).isValid():
+        line.setLineWidth(rect.width() - 2 * margin)
+        height += line.height()
+    layout.endLayout()
+    return rect.height(), int(height)
 
 
 def click_item(qtbot, tree: QTreeWidget, item, column: int = 0) -> None:
@@ -74,8 +89,8 @@ def test_a_long_answer_wraps_in_the_debug_list_and_reads_whole_in_the_detail(ope
     # In the detail pane: all of it, wrapped, the row as tall as the text.
     root = debug.detail.topLevelItem(0)
     assert root.text(1) == json.dumps(ANSWER)
-    assert debug.detail.visualItemRect(root).height() >= wrapped_height(debug.detail, root, 1)
-    assert wrapped_height(debug.detail, root, 1) > 3 * line  # it did need several lines
+    room, need = text_room(debug.detail, root, 1)
+    assert room >= need > 3 * line  # several lines, every one of them shown
     assert not cut_headers(debug.list.header(), ["Time", "Node", "Value"])
 
 
@@ -112,7 +127,8 @@ def test_an_unknown_node_types_problem_reads_whole_and_its_text_can_be_selected(
     message = item.text(3)
     assert message.startswith("unknown node type 'acme.crm_lookup': no installed node package")
     # The row shows all of it, wrapped.
-    assert problems.tree.visualItemRect(item).height() >= wrapped_height(problems.tree, item, 3)
+    room, need = text_room(problems.tree, item, 3)
+    assert room >= need > problems.tree.fontMetrics().lineSpacing()
     click_item(qtbot, problems.tree, item, 3)
     settle()
     shot(window, "problem-detail")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
-from PySide6.QtCore import QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
     QColor,
@@ -14,6 +15,8 @@ from PySide6.QtGui import (
     QGuiApplication,
     QKeySequence,
     QPainter,
+    QTextLayout,
+    QTextOption,
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -291,6 +294,26 @@ def rerun_call_menu(parent: QWidget, call: Any, model_status: str, rerun: Any) -
 
 # -- wrapped rows -------------------------------------------------------------
 
+def wrapped_text_height(text: str, font: QFont, width: int) -> int:
+    """The height ``text`` takes wrapped at ``width`` as an item view draws
+    it: at word boundaries, or anywhere in a word longer than the line (a
+    JSON text's "\\n\\norder" is one word), newlines kept."""
+    layout = QTextLayout(text.replace("\n", "\u2028"), font)
+    option = QTextOption()
+    option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    layout.setTextOption(option)
+    height = 0.0
+    layout.beginLayout()
+    while True:
+        line = layout.createLine()
+        if not line.isValid():
+            break
+        line.setLineWidth(width)
+        height += line.height()
+    layout.endLayout()
+    return math.ceil(height)
+
+
 class WrapDelegate(QStyledItemDelegate):
     """Rows as tall as their wrapped text in the columns ``columns`` (all
     when None), up to ``max_lines`` lines (None: no bound), so a long value
@@ -342,6 +365,19 @@ class WrapDelegate(QStyledItemDelegate):
             horizontal = option.displayAlignment & Qt.AlignmentFlag.AlignHorizontal_Mask
             option.displayAlignment = horizontal | Qt.AlignmentFlag.AlignTop
 
+    def _padding(self, opt: QStyleOptionViewItem) -> tuple[int, int]:
+        """What the style adds around an item's text, across and down (its
+        margins, an icon, a style sheet's padding): a one-line item's size
+        less its text's."""
+        probe = QStyleOptionViewItem(opt)
+        probe.text = "x"
+        probe.features &= ~QStyleOptionViewItem.ViewItemFeature.WrapText
+        size = self.view.style().sizeFromContents(QStyle.ContentsType.CT_ItemViewItem, probe,
+                                                  QSize(), self.view)
+        metrics = probe.fontMetrics
+        return (size.width() - metrics.horizontalAdvance("x"),
+                max(0, size.height() - metrics.height()))
+
     def text_width(self, option: QStyleOptionViewItem, index: Any) -> int:
         """The width the text of ``index`` has in its column."""
         view = self.view
@@ -353,10 +389,7 @@ class WrapDelegate(QStyledItemDelegate):
             width -= view.indentation() * (depth + (1 if view.rootIsDecorated() else 0))
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
-        if not opt.icon.isNull():
-            width -= opt.decorationSize.width() + 4
-        margin = view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view)
-        return max(20, width - 2 * (margin + 1))
+        return width - self._padding(opt)[0]
 
     def sizeHint(self, option: QStyleOptionViewItem, index: Any) -> QSize:  # noqa: N802
         hint = super().sizeHint(option, index)
@@ -373,12 +406,10 @@ class WrapDelegate(QStyledItemDelegate):
             # A column squeezed (or scrolled) out of sight: one line, not a
             # tower of one word per line.
             return hint
-        flags = int(Qt.TextFlag.TextWordWrap) | int(Qt.AlignmentFlag.AlignLeft)
-        rect = metrics.boundingRect(QRect(0, 0, width, 1 << 20), flags, text)
-        height = rect.height()
+        height = wrapped_text_height(text, opt.font, width)
         if self.max_lines:
             height = min(height, metrics.lineSpacing() * self.max_lines)
-        return QSize(hint.width(), max(hint.height(), height + 4))
+        return QSize(hint.width(), max(hint.height(), height + self._padding(opt)[1]))
 
 
 # -- JSON trees ---------------------------------------------------------------
