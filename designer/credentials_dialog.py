@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
@@ -61,6 +62,43 @@ def open_credentials_dialog(parent: QWidget | None = None,
         dialog.deleteLater()
 
 
+@dataclass(frozen=True)
+class Connection:
+    """What "Use" chose for an agent: the stored key's name, and, when Test
+    connection answered, the server it asked ("" for the provider's own)
+    and the model picked from its list (None: leave the agent's as it is)."""
+
+    name: str
+    base_url: str | None = None
+    model: str | None = None
+
+    def describe(self) -> str:
+        """"credential local, base URL http://…/v1, model llama3"."""
+        parts = [f"credential {self.name}"]
+        if self.base_url is not None:
+            parts.append(f"base URL {self.base_url or 'the provider’s own'}")
+        if self.model:
+            parts.append(f"model {self.model}")
+        return ", ".join(parts)
+
+
+def choose_connection(parent: QWidget | None = None, select: str | None = None,
+                      base_url: str = "", model: str = "") -> Connection | None:
+    """The Credentials dialog for an agent, modal: Test connection starts at
+    the agent's ``base_url`` and preselects its ``model`` in the list;
+    "Use" returns the stored key's name with the tested server and the
+    picked model (Connection), None if the dialog was closed."""
+    dialog = CredentialsDialog(parent, select=select, choose=True)
+    if base_url:
+        dialog.base_url_edit.setText(base_url)
+    dialog.wanted_model = model
+    try:
+        accepted = dialog.exec() == QDialog.DialogCode.Accepted
+        return dialog.connection() if accepted else None
+    finally:
+        dialog.deleteLater()
+
+
 def _default_store():
     from runtime import credentials
 
@@ -105,6 +143,11 @@ class CredentialsDialog(QDialog):
         self.setWindowTitle("Credentials")
         self.store = store if store is not None else _default_store()
         self._request = 0
+        #: The base URL the last Test connection got models from (None: none yet).
+        self._tested_url: str | None = None
+        #: The model to preselect when the server lists it (the agent's own).
+        self.wanted_model = ""
+        self._testing: tuple[str, str | None] = ("", None)  # (base URL, key) being tested
         self._relay = _Relay()
         self._relay.done.connect(self._on_test_done)
 
@@ -214,6 +257,8 @@ class CredentialsDialog(QDialog):
             self.use_button = self.buttons.addButton("Use", QDialogButtonBox.ButtonRole.AcceptRole)
             self.use_button.setObjectName("useButton")
             self.use_button.setDefault(True)
+            self.use_button.setToolTip("Use the selected key; after Test connection, also its "
+                                       "server and the model picked in the list")
         close = self.buttons.addButton(QDialogButtonBox.StandardButton.Close)
         close.setAutoDefault(False)
         self.store_button.setAutoDefault(False)
@@ -259,6 +304,22 @@ class CredentialsDialog(QDialog):
     def chosen_name(self) -> str | None:
         item = self.names.currentItem()
         return item.text() if item is not None else None
+
+    def chosen_model(self) -> str | None:
+        item = self.models.currentItem() if not self.models.isHidden() else None
+        return item.text() if item is not None and item.isSelected() else None
+
+    def connection(self) -> Connection | None:
+        """What Use gives an agent: the selected key; the server a Test
+        connection listed models from ("" for OpenAI's own) and the model
+        picked in that list, when there was one."""
+        name = self.chosen_name()
+        if name is None:
+            return None
+        url = self._tested_url
+        if url is not None and url.rstrip("/") == DEFAULT_BASE_URL:
+            url = ""  # the provider's own: the agent needs no base URL
+        return Connection(name, url, self.chosen_model() if url is not None else None)
 
     def _on_current(self, current, previous) -> None:
         if current is not None:
@@ -358,9 +419,11 @@ class CredentialsDialog(QDialog):
         request = self._request
         self.test_button.setEnabled(False)
         self.test_button.setText("Testing…")
+        self._tested_url = None
         self.models.hide()
         self._say(self.test_result, f"Asking {base_url} for its models…")
         store, relay = self.store, self._relay
+        self._testing = (base_url, name)
 
         def work() -> None:
             models, error = [], ""
@@ -392,10 +455,21 @@ class CredentialsDialog(QDialog):
             self._say(self.test_result, f"Failed: {error}", error=True)
         else:
             n = len(models)
-            self._say(self.test_result, f"Connected: {n} model{'s' * (n != 1)}."
+            use = (" Pick one: Use gives the agent this key, this base URL and that model."
+                   if n and self.use_button is not None else "")
+            self._say(self.test_result, f"Connected: {n} model{'s' * (n != 1)}.{use}"
                       if n else "Connected, but the server lists no models.")
             self.models.addItems(models)
             self.models.setVisible(bool(models))
+            url, name = self._testing
+            self._tested_url = url
+            if name and name in self.stored_names():
+                # Use takes the key that was tested.
+                self.names.setCurrentRow(self.stored_names().index(name))
+            wanted = self.models.findItems(self.wanted_model, Qt.MatchFlag.MatchExactly) \
+                if self.wanted_model else []
+            if wanted:
+                self.models.setCurrentItem(wanted[0])
         self.test_finished.emit(list(models), error)
 
     def done(self, result: int) -> None:  # noqa: D401 - Qt override

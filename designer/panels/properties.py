@@ -58,7 +58,6 @@ from .param_editors import (
     TurnsValueEditor,
     ValueEditor,
     credentials_button,
-    pick_credential,
     stored_credential,
 )
 from .param_hint import ParamHints
@@ -236,23 +235,43 @@ class NodeForm(QWidget):
         fnode = self.doc.node(self.node_id)
         if fnode is None:
             return
+        from designer.credentials_dialog import choose_connection
+
         setting = fnode.params.get("api_key")
-        name = pick_credential(self.window(),
-                               stored_credential(setting.value) if setting else None)
-        if not name:
+        url, model = fnode.params.get("base_url"), fnode.params.get("model")
+        chosen = choose_connection(
+            self.window(), stored_credential(setting.value) if setting else None,
+            base_url=str(url.value or "") if url is not None and url.scope is Scope.CUSTOM else "",
+            model=str(model.value or "") if model is not None and model.scope is Scope.CUSTOM
+            else "")
+        if chosen is None:
             return
+        name = chosen.name
         stack = self.doc.undo_stack
-        stack.beginMacro(f"Use credential {name}")
+        # Key, server and model in one step: Use after Test connection is
+        # one decision, and undo takes it back whole.
+        stack.beginMacro(f"Use {chosen.describe()}")
         self._push_param("api_key", ParamValue(scope=Scope.CUSTOM, value={
             "keyring": CREDENTIALS_SERVICE, "username": name}), False)
         provider = fnode.params.get("provider")
-        if _fixed_value(self.spec, "provider", fnode.params) == "scripted" \
-                and (provider is None or provider.scope is Scope.CUSTOM):
-            # A key is for a real model: leave the offline script behind.
-            real = "anthropic" if any(w in name.lower() for w in ("anthropic", "claude")) \
-                else "openai"
+        current = _fixed_value(self.spec, "provider", fnode.params)
+        fixed = provider is None or provider.scope is Scope.CUSTOM
+        if fixed and (current == "scripted" or (chosen.base_url is not None
+                                                  and current != "openai")):
+            # A key is for a real model: leave the offline script behind; a
+            # server Test connection listed is an OpenAI-compatible one.
+            real = "anthropic" if chosen.base_url is None and any(
+                w in name.lower() for w in ("anthropic", "claude")) else "openai"
             self._push_param("provider", ParamValue(scope=Scope.CUSTOM, value=real), False)
+        if chosen.base_url is not None:
+            self._push_param("base_url", ParamValue(scope=Scope.CUSTOM, value=chosen.base_url),
+                             False)
+        if chosen.model:
+            self._push_param("model", ParamValue(scope=Scope.CUSTOM, value=chosen.model), False)
         stack.endMacro()
+        bar = getattr(self.window(), "statusBar", None)
+        if callable(bar):
+            bar().showMessage(f"{self.doc_label(self.node_id)} now uses {chosen.describe()}", 10000)
 
     def _build_header(self, layout: QVBoxLayout) -> None:
         spec = self.spec
