@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QMenu, QMessageBox
 from runtime.cost import summary as cost_summary
 from runtime.engine import RunResult
 from runtime.events import Event
-from runtime.flow import Problem
+from runtime.flow import Flow, Problem, parse_flow
 
 from .mcp_dialog import serve_action_for
 from .panels.inspector import Inspector
@@ -86,6 +86,10 @@ class RunSession(QObject):
         self.snapshot: RunSnapshot | None = None
         self._wire_map: dict[int, int] | None = None  # run's wire index -> index now
         self._run_on_screen = False  # the running flow is the one on screen
+        # The canvas shows the live run's badges; False while it shows a
+        # stored run's (History's Open): the live run's are kept, not drawn.
+        self._paint = True
+        self._stored_snapshot: RunSnapshot | None = None  # the stored run's, while shown
 
         # status bar
         self.status = QLabel("Ready")
@@ -128,6 +132,7 @@ class RunSession(QObject):
         c.tick.connect(self._on_tick)
         self.inspector.node_selected.connect(self._select_node)
         self.inspector.prompt_submitted.connect(self.send_prompt)
+        self.inspector.shown_run_changed.connect(self._show_run_on_canvas)
         doc = self.document
         for sig in ("changed", "flow_reset"):
             if hasattr(doc, sig):
@@ -282,7 +287,7 @@ class RunSession(QObject):
         self._node_state.clear()
         self._failed.clear()
         scene = getattr(self.window, "scene", None)
-        if scene is not None and hasattr(scene, "clear_run_state"):
+        if scene is not None and hasattr(scene, "clear_run_state") and self._paint:
             scene.clear_run_state()
         # Emitted from inside controller.run(), before any edit can land:
         # the document's flow is the one that runs.
@@ -315,12 +320,16 @@ class RunSession(QObject):
         if self.snapshot is not None and self.snapshot.node_edited(
                 node_id, self.document.node(node_id)):
             self._show_staleness()
+        stored = self._stored_snapshot
+        if not self._paint and stored is not None and stored.node_edited(
+                node_id, self.document.node(node_id)):
+            self.window.scene.set_run_stale(stored.stale)  # the stored run's badges
 
     def _on_node_added(self, node_id: str) -> None:
         # Undoing a delete brings the node back: its badge comes back too.
         state = self._node_state.get(node_id)
         item = self.window.scene.item_for_node(node_id)
-        if state is not None and item is not None:
+        if state is not None and item is not None and self._paint:
             item.set_run_state(*state)
         self._on_node_edited(node_id)
 
@@ -340,7 +349,7 @@ class RunSession(QObject):
     def _show_staleness(self) -> None:
         stale = self.snapshot.stale if self.snapshot is not None else set()
         scene = getattr(self.window, "scene", None)
-        if scene is not None and hasattr(scene, "set_run_stale"):
+        if scene is not None and hasattr(scene, "set_run_stale") and self._paint:
             scene.set_run_stale(stale)
         self.inspector.update_staleness()
 
@@ -427,7 +436,7 @@ class RunSession(QObject):
                 for index, count in e.wires.items():
                     now = self._current_wire(int(index))
                     item = scene.item_for_wire(now) if now is not None else None
-                    if item is not None:
+                    if item is not None and self._paint:
                         item.set_activity(count)
             elif kind == "node.error":
                 prev = self._node_state.get(e.node, ("idle", 0, ""))
@@ -486,17 +495,71 @@ class RunSession(QObject):
             return
         self._node_state[node_id] = value
         item = self.window.scene.item_for_node(node_id)
-        if item is not None:
+        if item is not None and self._paint:
             item.set_run_state(state, count, text)
 
     def _tool_wire_activity(self, scene: Any, flow: Any, agent: str, node: str) -> None:
-        calls = sum(1 for c in self.inspector.live.tool_calls.values()
+        if not self._paint:
+            return
+        # The run being drawn: the live one, or a stored one History opened.
+        calls = sum(1 for c in self.inspector.ctx.model.tool_calls.values()
                     if c.agent == agent and c.node == node)
         for index, wire in enumerate(flow.wires):
             if wire.source[0] == agent and wire.target[0] == node:
                 item = scene.item_for_wire(index)
                 if item is not None:
                     item.set_activity(calls)
+
+    def _show_run_on_canvas(self) -> None:
+        """The inspector shows another run: the canvas's badges and wire
+        counts become that run's. A stored run's are drawn from its events
+        (as they were drawn live), on the flow as it is now: nodes edited
+        since it ran are greyed, wires since deleted show nothing. Back on
+        the live run, its badges come back as they are by now."""
+        scene = getattr(self.window, "scene", None)
+        if scene is None or not hasattr(scene, "clear_run_state"):
+            return
+        scene.clear_run_state()
+        self._stored_snapshot = None
+        if not self.inspector.viewing_stored:
+            self._paint = True
+            for node_id, state in self._node_state.items():
+                item = scene.item_for_node(node_id)
+                if item is not None:
+                    item.set_run_state(*state)
+            for index, count in self.inspector.live.wire_counts.items():
+                now = self._current_wire(int(index))
+                wire = scene.item_for_wire(now) if now is not None else None
+                if wire is not None and count:
+                    wire.set_activity(count)
+            if self.snapshot is not None:
+                self._show_staleness()
+            return
+        run_id = self.inspector.ctx.model.run_id
+        if self.history is None or not run_id:
+            self._paint = False
+            return
+        live = (self._node_state, self._failed, self.snapshot, self._wire_map)
+        self._node_state, self._failed, self._wire_map = {}, {}, None
+        kept = self.history.flow_of(run_id)
+        try:
+            ran = parse_flow(kept) if kept else Flow()
+        except Exception:  # a flow this registry cannot read: its wires are not drawn
+            ran = Flow()
+        self.snapshot = self._stored_snapshot = RunSnapshot(ran)
+        self.snapshot.recompute(self.document.flow)
+        self._paint = True
+        try:
+            self._update_canvas(self.history.events(run_id))
+            for node_id, (state, count, text) in list(self._node_state.items()):
+                if state == "running":  # it ended when the run did
+                    self._badge(node_id, "done", count, text)
+            scene.set_run_stale(self.snapshot.stale)
+        except Exception:  # the canvas changed under it: never crash
+            log.debug("could not draw the stored run on the canvas", exc_info=True)
+        finally:
+            self._node_state, self._failed, self.snapshot, self._wire_map = live
+            self._paint = False
 
     # -- selection ----------------------------------------------------------
     def _select_node(self, node_id: str) -> None:

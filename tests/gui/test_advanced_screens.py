@@ -297,3 +297,68 @@ def test_pin_then_unpin_leaves_a_saved_flow_unmodified(open_window, qtbot, tmp_p
     assert doc.modified and doc.undo_stack.undoText() == "Unpin node"
     doc.undo_stack.undo()
     assert doc.node("check").pin == {"out": [{"payload": ""}]} and not doc.modified
+
+
+# -- a stored run on the canvas ----------------------------------------------------------------
+def run_and_wait(qtbot, window) -> None:
+    with qtbot.waitSignal(window.run_session.controller.run_finished, timeout=20000):
+        window.run_action.trigger()
+    settle()
+
+
+def badges(window) -> dict[str, str]:
+    return {n.id: window.scene.item_for_node(n.id).run_state_text()
+            for n in window.document.flow.nodes}
+
+
+def test_a_stored_run_opened_from_history_shows_its_own_badges(open_window, qtbot, tmp_path):
+    from PySide6.QtWidgets import QPushButton
+
+    from designer.panels.inspector.inspector import TAB_HISTORY
+
+    window = open_window(order_checks(tmp_path))
+    session = window.run_session
+    run_and_wait(qtbot, window)
+    first = badges(window)
+    assert first["check"] == "done · 3"
+    # The live run: Check order pinned, so it sends its pin instead of running.
+    pin_through_the_dialog(window, qtbot, "check")
+    run_and_wait(qtbot, window)
+    live = badges(window)
+    assert live["check"] == "pinned · 3"
+
+    # History > the older run > Open.
+    inspector = session.inspector
+    inspector.tabs.setCurrentIndex(TAB_HISTORY)
+    settle()
+    history = inspector.history_tab
+    older = history.tree.topLevelItem(1)
+    qtbot.mouseClick(history.tree.viewport(), Qt.MouseButton.LeftButton,
+                     pos=history.tree.visualItemRect(older).center())
+    qtbot.mouseClick(history.open_button, Qt.MouseButton.LeftButton)
+    settle()
+    assert inspector.viewing_stored
+    assert badges(window) == first, "the canvas still shows the live run's badges"
+    # A node edited since is greyed, as for the live run.
+    window.select_node("each")
+    settle()
+    name = window.properties.findChild(QLineEdit, "nodeName") or next(
+        e for e in window.properties.findChildren(QLineEdit) if e.text() == "Each order")
+    type_into(qtbot, name, "Each order line")
+    qtbot.keyClick(name, Qt.Key.Key_Return)
+    settle()
+    assert window.document.node("each").name == "Each order line"
+    assert window.scene.item_for_node("each").run_stale
+    assert not window.scene.item_for_node("show").run_stale
+    assert badges(window)["check"] == "done · 3"
+    shot(window, "stored-run-badges")
+    assert_fits(window)
+
+    # Back to the live run: its badges again.
+    back = next(b for b in inspector.findChildren(QPushButton)
+                if b.text() == "Back to the live run")
+    qtbot.mouseClick(back, Qt.MouseButton.LeftButton)
+    settle()
+    assert not inspector.viewing_stored
+    assert {k: v.removeprefix("before edit: ") for k, v in badges(window).items()} == live
+    assert window.scene.item_for_node("each").run_stale

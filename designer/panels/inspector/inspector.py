@@ -124,6 +124,9 @@ class Inspector(QWidget):
     # The user asked to fold (True) or open (False) the inspector: the
     # strip's button, or a tab clicked while folded. The dock obeys.
     collapse_requested = Signal(bool)
+    # Another run is shown: a stored one (History's Open) or the live one
+    # again. The canvas shows that run's badges.
+    shown_run_changed = Signal()
 
     def __init__(self, registry: Registry | None = None, history: History | None = None,
                  parent: QWidget | None = None) -> None:
@@ -352,6 +355,7 @@ class Inspector(QWidget):
         self._refresh({RUN, DEBUG, STATS, TOOLS, AGENTS, ERRORS, LOGS})
         self.tabs.setCurrentIndex(TAB_DEBUG if stored.debug else TAB_TIMELINE)
         self._update_strip()
+        self.shown_run_changed.emit()
         return True
 
     def show_live(self) -> None:
@@ -362,6 +366,7 @@ class Inspector(QWidget):
         self._refresh({RUN, DEBUG, STATS, TOOLS, AGENTS, ERRORS, LOGS})
         self.update_staleness()
         self._update_strip()
+        self.shown_run_changed.emit()
 
     @property
     def viewing_stored(self) -> bool:
