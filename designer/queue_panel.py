@@ -20,6 +20,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
@@ -50,6 +51,38 @@ BROKER_KEY = "queue/broker"
 FLUSH_MS = 100
 #: Milliseconds between two refreshes of the Workers view.
 REFRESH_MS = 2000
+
+
+#: Runs watched in this designer that came back finished: run id -> what the
+#: Workers view says of it ("finished · ok") while a snapshot taken before
+#: its end still lists it (the newest ENDED_KEPT).
+ENDED: OrderedDict[str, str] = OrderedDict()
+ENDED_KEPT = 200
+
+
+class _RunEnds(QObject):
+    """Tells every open Workers view that a watched run ended, whichever
+    window watched it."""
+
+    ended = Signal(str, str)  # run id, its state in words
+
+
+_run_ends: _RunEnds | None = None
+
+
+def run_ends() -> _RunEnds:
+    global _run_ends
+    if _run_ends is None:
+        _run_ends = _RunEnds()
+    return _run_ends
+
+
+def note_ended(run_id: str, state: str) -> None:
+    ENDED[run_id] = state
+    ENDED.move_to_end(run_id)
+    while len(ENDED) > ENDED_KEPT:
+        ENDED.popitem(last=False)
+    run_ends().ended.emit(run_id, state)
 
 
 def broker() -> str | None:
@@ -319,11 +352,16 @@ class QueueActions(QObject):
         self.session.feed(events)
 
     def _on_ended(self, entry: dict) -> None:
+        remote = self.remote
         self.stop_watching()
         from .remote_runs import run_result
 
         self.run_action.setEnabled(True)
-        self.session.watch_finished(run_result(self.finished, entry))
+        result = run_result(self.finished, entry)
+        if remote is not None:
+            # The Workers view says so now, not at its next look at Redis.
+            note_ended(remote.run_id, f"finished · {result.status}")
+        self.session.watch_finished(result)
 
     def _on_failed(self, text: str) -> None:
         self._on_ended({"status": "error", "reason": "failed", "errors": 1,
@@ -391,6 +429,9 @@ class WorkersDialog(QDialog):
         self.shared_button.clicked.connect(self.actions.show_shared_history)
         layout.addWidget(buttons)
         self.snapshot_ready.connect(self._show)
+        self._snap: dict | None = None  # the last snapshot shown
+        self._again = False  # look again once the snapshot being taken comes
+        run_ends().ended.connect(self._on_run_ended)
         self._timer = QTimer(self)
         self._timer.setInterval(REFRESH_MS)
         self._timer.timeout.connect(self.refresh)
@@ -430,21 +471,46 @@ class WorkersDialog(QDialog):
         if isinstance(snap, Exception):
             self.summary.setText(f"Cannot reach the broker: {snap}")
             return
-        self.summary.setText(f"{len(snap['workers'])} worker(s) · {snap['queued']} queued · "
-                             f"{snap['running']} running · {snap['dead_letters']} dead letter(s)")
+        self._render(snap)
+        if self._again:  # a run ended while this snapshot was being taken
+            self._again = False
+            self.refresh()
+
+    def _render(self, snap: dict) -> None:
+        self._snap = snap
+        # A snapshot taken before a watched run ended still lists it: it is
+        # shown as it is now (finished), its worker one run less busy.
+        runs = [{**run, "state": ENDED[run["id"]]} if run["id"] in ENDED else run
+                for run in snap["runs"]]
+        ended = [run for run in snap["runs"] if run["id"] in ENDED
+                 and run.get("state") == "running"]
+        queued = sum(1 for run in runs if run.get("state") == "queued")
+        running = sum(1 for run in runs if run.get("state") == "running")
+        self.summary.setText(f"{len(snap['workers'])} worker(s) · {queued} queued · "
+                             f"{running} running · {snap['dead_letters']} dead letter(s)")
         self.workers.setRowCount(len(snap["workers"]))
         for i, w in enumerate(snap["workers"]):
-            for j, text in enumerate((w["name"], f"{w['active']} of {w['concurrency']}",
+            active = max(0, w["active"] - sum(1 for run in ended
+                                              if run.get("worker") == w["name"]))
+            for j, text in enumerate((w["name"], f"{active} of {w['concurrency']}",
                                       str(w["done"]))):
                 self.workers.setItem(i, j, QTableWidgetItem(text))
         selected = self.selected_run()
-        self.runs.setRowCount(len(snap["runs"]))
-        for i, run in enumerate(snap["runs"]):
+        self.runs.setRowCount(len(runs))
+        for i, run in enumerate(runs):
             for j, text in enumerate((run["id"], run.get("state", ""), run.get("flow", ""),
                                       run.get("worker", ""))):
                 self.runs.setItem(i, j, QTableWidgetItem(text))
             if run["id"] == selected:
                 self.runs.selectRow(i)
+
+    def _on_run_ended(self, run_id: str, _state: str) -> None:
+        """A run watched here came back finished: say so at once, then look
+        at Redis again (it has left the runs queued and running)."""
+        if self._snap is not None:
+            self._render(self._snap)
+        self._again = self._busy
+        self.refresh()
 
     def selected_run(self) -> str | None:
         rows = self.runs.selectionModel().selectedRows() if self.runs.selectionModel() else []

@@ -362,3 +362,75 @@ def test_a_stored_run_opened_from_history_shows_its_own_badges(open_window, qtbo
     assert not inspector.viewing_stored
     assert {k: v.removeprefix("before edit: ") for k, v in badges(window).items()} == live
     assert window.scene.item_for_node("each").run_stale
+
+
+# -- queue mode: the Workers view and History ------------------------------------------------
+def test_the_workers_view_and_history_follow_a_queued_run(open_window, qtbot, tmp_path,
+                                                          monkeypatch):
+    import os
+
+    import pytest
+
+    from designer.panels.inspector.inspector import TAB_HISTORY
+    from tests.servers.redis import RedisServer, available
+    from tests.test_queue import Proc, gate, start_worker
+    from tests.test_queue import write_flow as write_queue_flow
+
+    if not available():
+        pytest.skip("needs Debian's redis-server")
+    go = tmp_path / "go"
+    path = write_queue_flow(tmp_path / "remote.flow.json", "Nightly report", [
+        {"id": "start", "type": "core.inject", "params": {"payload": fixed("from the worker")}},
+        gate(go), {"id": "show", "type": "core.debug"}], [("start", "gate"), ("gate", "show")])
+    workers: list[Proc] = []
+    opened: list = []
+    with RedisServer() as server:
+        monkeypatch.setenv("SWITCHBOARD_BROKER", server.url)
+        env = dict(os.environ, SWITCHBOARD_DATA_DIR=str(tmp_path / "worker-data"),
+                   PYTHONUNBUFFERED="1")
+        try:
+            start_worker(workers, env)
+            window = open_window(path)
+            queue = window.run_session.queue
+            dialog = queue.show_workers()
+            opened.append(dialog)
+            queue.run_action.trigger()  # Run > Run on Queue
+            assert queue.watching
+            run_id = queue.remote.run_id
+
+            def state() -> str | None:
+                for row in range(dialog.runs.rowCount()):
+                    if dialog.runs.item(row, 0).text() == run_id:
+                        return dialog.runs.item(row, 1).text()
+                return None
+
+            qtbot.waitUntil(lambda: state() == "running", timeout=90_000)
+            go.touch()
+            qtbot.waitUntil(lambda: not queue.watching, timeout=90_000)
+            settle()
+            # Back finished: the view says so at once, not at its next look.
+            assert state() in (None, "finished · ok"), f"the Workers view says {state()!r}"
+            assert " 0 running" in dialog.summary.text()
+            assert all(dialog.workers.item(r, 1).text().startswith("0 of")
+                       for r in range(dialog.workers.rowCount()))
+            shot(dialog, "workers-after-run")
+            qtbot.waitUntil(lambda: state() is None, timeout=90_000)  # Redis agrees soon
+
+            # History names the worker that ran it.
+            inspector = window.run_session.inspector
+            inspector.tabs.setCurrentIndex(TAB_HISTORY)
+            settle()
+            tree = inspector.history_tab.tree
+            [item] = [tree.topLevelItem(i) for i in range(tree.topLevelItemCount())
+                      if tree.topLevelItem(i).toolTip(0) == f"run {run_id}"]
+            flow_text = item.text(1)
+            assert flow_text.startswith("Nightly report · on ")
+            assert flow_text.endswith(f"@{os.uname().nodename}")
+            assert "Run from the queue by the worker" in item.toolTip(1)
+            shot(window, "history-worker")
+            assert_fits(window)
+        finally:
+            for w in opened:
+                w.close()
+            for p in workers:
+                p.stop()

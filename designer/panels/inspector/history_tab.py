@@ -176,21 +176,30 @@ class HistoryTab(QWidget):
         item.setText(6, f"{run.events:,}" + (f" (+{run.dropped:,} not kept)" if run.dropped else ""))
 
     def _show_origin(self, item: QTreeWidgetItem, run: RunInfo) -> None:
-        """A rerun says what it repeats after its flow's name (its first
-        event, one indexed look-up)."""
+        """After the flow's name: what a rerun repeats ("· rerun of 3fa2…
+        from Send Mail"), and which worker ran a run from the queue ("· on
+        worker-1@host"); both from its first event, one indexed look-up."""
         started, _last = self.history.edge_events(run.id) if self.history is not None \
             else (None, None)
-        if started is None or not getattr(started, "rerun_of", ""):
+        if started is None:
             return
-        # Named as the designer names nodes, from the flow the rerun ran.
-        flow = self.history.flow_of(run.id) if self.history is not None else None
-        names = {n.get("id"): n.get("name") for n in (flow or {}).get("nodes", [])}
-        origin = origin_text(started, lambda node: f"{names[node]} ({node})"
-                             if names.get(node) and names[node] != node else node)
+        tips = [run.path] if run.path else []
+        origin = ""
+        if getattr(started, "rerun_of", ""):
+            # Named as the designer names nodes, from the flow the rerun ran.
+            flow = self.history.flow_of(run.id) if self.history is not None else None
+            names = {n.get("id"): n.get("name") for n in (flow or {}).get("nodes", [])}
+            origin = origin_text(started, lambda node: f"{names[node]} ({node})"
+                                 if names.get(node) and names[node] != node else node)
         if origin:
             self._origins[run.id] = started.rerun_of  # type: ignore[union-attr]
             item.setText(1, f"{item.text(1)} · {origin}")
-            item.setToolTip(1, f"{run.path}\n{origin}" if run.path else origin)
+            tips.append(origin)
+        worker = getattr(started, "worker", "") or ""
+        if worker:
+            item.setText(1, f"{item.text(1)} · on {worker}")
+            tips.append(f"Run from the queue by the worker {worker}")
+        item.setToolTip(1, "\n".join(tips))
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         # Runs from the terminal land in the same history while the
