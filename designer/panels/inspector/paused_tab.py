@@ -174,7 +174,9 @@ class PausedTab(QWidget):
 
     def _fit_editor(self) -> None:
         """Give the editor the lines the visible form has left, between
-        MIN_LINES and 24."""
+        MIN_LINES and 24: all of them, so that it fills the tab down to its
+        "Valid JSON" line above the buttons, and keeps its height while the
+        person types."""
         edit = self.editor.text_edit
         used = self.form.layout().contentsMargins()
         spacing = self.form.layout().spacing()
@@ -187,8 +189,8 @@ class PausedTab(QWidget):
         room = (self.scroll.viewport().height() - used.top() - used.bottom() - others - status
                 - frame - 5 * spacing)
         lines = max(MIN_LINES, min(24, int(room // edit.fontMetrics().lineSpacing())))
-        if (edit.min_lines, edit.max_lines) != (min(8, lines), lines):
-            edit.min_lines, edit.max_lines = min(8, lines), lines
+        if (edit.min_lines, edit.max_lines) != (lines, lines):
+            edit.min_lines = edit.max_lines = lines
             edit.refit()
 
     # -- the window's actions as buttons -------------------------------------------
