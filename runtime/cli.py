@@ -18,6 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from runtime.text import NotFiniteError, finite_loads, finite_or_none, printable
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_TIMEOUT, EXIT_SIGINT, EXIT_SIGTERM = 124, 130, 143
 #: After a signal or past the deadline, how long the run gets to wind down
@@ -169,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except Exception as exc:  # never a traceback on a user's terminal
         log.debug("unexpected error", exc_info=True)
-        print(f"switchboard: internal error: {exc} (run with -v for details)", file=sys.stderr)
+        print(f"switchboard: internal error: {printable(exc)} (run with -v for details)",
+              file=sys.stderr)
         return EXIT_FAILED
 
 
@@ -190,7 +193,9 @@ def parse_set(item: str) -> tuple[str, str, Any]:
     if not sep or not dot or not node_id or not param:
         raise UsageError(f"--set {item!r}: expected NODE.PARAM=VALUE")
     try:
-        value = json.loads(raw)
+        value = finite_loads(raw)
+    except NotFiniteError as exc:
+        raise UsageError(f"--set {item!r}: {exc}; JSON has no NaN or Infinity") from None
     except ValueError:
         value = raw
     return node_id, param, value
@@ -278,15 +283,17 @@ def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approv
     handled = 0
 
     def who(node_id: str, name: str = "") -> str:
-        """A node as the designer shows it, with its id for grep and --set."""
+        """A node as the designer shows it, with its id for grep and --set;
+        control characters in either are shown escaped."""
         name = name or names.get(node_id, "")
-        return f"'{name}' ({node_id})" if name and name != node_id else f"'{node_id}'"
+        if name and name != node_id:
+            return f"'{printable(name)}' ({printable(node_id)})"
+        return f"'{printable(node_id)}'"
 
     def print_debug(event) -> None:
         nonlocal handled
         if event.type == "debug":
-            out.write(json.dumps({"node": event.node, "name": event.name, "value": event.value},
-                                 ensure_ascii=False, default=str) + "\n")
+            out.write(debug_line(event.node, event.name, event.value) + "\n")
             out.flush()
         elif event.type == "node.error":
             if event.caught:
@@ -298,24 +305,27 @@ def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approv
                     how = f"{' or '.join(agents)} got it as the tool's result"
                 else:
                     how = f"caught by {', '.join(catchers.get(event.node) or ['the flow'])}"
-                print(f"handled: node {who(event.node, event.name)} failed: {event.message} "
-                      f"({how})", file=sys.stderr)
+                print(f"handled: node {who(event.node, event.name)} failed: "
+                      f"{printable(event.message)} ({how})", file=sys.stderr)
             else:
-                print(f"error: node {who(event.node, event.name)}: {event.message}",
+                print(f"error: node {who(event.node, event.name)}: {printable(event.message)}",
                       file=sys.stderr)
         elif event.type == "tool.call":
             calls[event.node] = calls.get(event.node, 0) + 1
         elif event.type == "tool.result" and calls.get(event.node):
             calls[event.node] -= 1
         elif event.type == "message.sent":
-            print(f"trace: '{names.get(event.source, event.source)}' -> "
-                  f"'{names.get(event.target, event.target)}' [{event.port}] "
-                  f"{_preview(event.msg)}", file=sys.stderr)
+            print(f"trace: '{printable(names.get(event.source, event.source))}' -> "
+                  f"'{printable(names.get(event.target, event.target))}' "
+                  f"[{printable(event.port)}] {printable(_preview(event.msg))}", file=sys.stderr)
         elif event.type == "log" and event.level != "debug":
             # What a node tells its user: where a webhook listens, a
-            # script's prints, messages a rate limit dropped.
-            prefix = "" if event.level == "info" else f"{event.level}: "
-            print(f"{prefix}node {who(event.node)}: {event.text}", file=sys.stderr)
+            # script's prints, messages a rate limit dropped. Each line of
+            # a text is printed with the node's name before it, so that no
+            # line of it can pass for a line of Switchboard's own.
+            prefix = f"{'' if event.level == 'info' else event.level + ': '}node {who(event.node)}: "
+            for line in str(event.text).split("\n"):
+                print(prefix + printable(line), file=sys.stderr)
 
     bus.subscribe(print_debug)
     writer, recorder = _recording(bus, args)
@@ -338,7 +348,7 @@ def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approv
     guard = _RunGuard(engine, writer, recorder)
     result = guard.run_to_end(guard.run(args.timeout))
     if result.message:
-        print(f"switchboard: {result.message}", file=sys.stderr)
+        print(f"switchboard: {printable(result.message)}", file=sys.stderr)
     elif handled and result.reason == "completed":
         print(f"switchboard: completed; {handled} node error{'s were' if handled > 1 else ' was'} "
               "handled by the flow", file=sys.stderr)
@@ -412,6 +422,19 @@ def _say_pins(flow, used: bool, names: dict[str, str], *, offer: bool) -> None:
     else:
         print(f"switchboard: ignoring the pinned data of {n} node{'s' * (n != 1)} ({which}); "
               "they run" + (" (--use-pins uses it)" if offer else ""), file=sys.stderr)
+
+
+def debug_line(node: str, name: str, value: Any) -> str:
+    """A debug event as one line of ``switchboard run``'s JSON-lines
+    output. JSON has no NaN or Infinity: a value holding one (a script
+    computed it) is written with null in its place, as JavaScript's
+    JSON.stringify does, so that every line parses as JSON."""
+    record = {"node": node, "name": name, "value": value}
+    try:
+        return json.dumps(record, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:
+        record["value"] = finite_or_none(value)
+        return json.dumps(record, ensure_ascii=False, default=str, allow_nan=False)
 
 
 def _node_names(flow) -> dict[str, str]:
@@ -828,8 +851,8 @@ def _mcp(args: argparse.Namespace) -> int:
 
     def report(event) -> None:
         line = mcp_serve.report_line(event)
-        if line:
-            print(line, file=sys.stderr, flush=True)
+        if line:  # one line: a node id or a tool's error may hold control characters
+            print(printable(line), file=sys.stderr, flush=True)
 
     bus.subscribe(report)
     writer, recorder = _recording(bus, args)

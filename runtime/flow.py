@@ -30,6 +30,7 @@ from .package_hints import unknown_type_message
 from .paths import write_atomic_bytes
 from .registry import Registry
 from .spec import NodeSpec, ParamSpec, ParamType, ParamValue, Scope
+from .text import printable
 
 if TYPE_CHECKING:
     import networkx as nx  # imported when first needed: it costs ~0.3 s at startup
@@ -277,17 +278,20 @@ class Problem(BaseModel):
     message: str
 
     def __str__(self) -> str:
-        where = self.file or "<flow>"
+        # One line whatever the file holds: a node id with a newline or an
+        # escape code in it is shown escaped (runtime.text.printable).
+        where = printable(self.file or "<flow>")
         if self.node:
-            where += f": node '{self.node}'"
+            where += f": node '{printable(self.node)}'"
         elif self.node_index is not None:
             where += f": node #{self.node_index}"
         if self.field:
             # "f: node 'a', params.x: ..." but "f: format: ...", never "f, format".
             placed = bool(self.node) or self.node_index is not None
-            where += f", {self.field}" if placed else f": {self.field}"
+            field = printable(self.field)
+            where += f", {field}" if placed else f": {field}"
         prefix = "" if self.severity == "error" else "warning: "
-        return f"{where}: {prefix}{self.message}"
+        return f"{where}: {prefix}{printable(self.message)}"
 
 
 class FlowError(Exception):
@@ -303,10 +307,10 @@ class FlowError(Exception):
 def parse_flow(data: Any, file: str = "") -> Flow:
     """A Flow from decoded JSON, or FlowError naming each structural problem.
     Raises nothing else, whatever ``data`` holds."""
-    return _parse(data, file, check_text=True)
+    return _parse(data, file, check_text=True, check_numbers=True)
 
 
-def _parse(data: Any, file: str, *, check_text: bool) -> Flow:
+def _parse(data: Any, file: str, *, check_text: bool, check_numbers: bool) -> Flow:
     if not isinstance(data, dict):
         raise FlowError([Problem(file=file, message="a flow file must hold a JSON object, "
                                                     f"not {_kind(data)}")])
@@ -315,7 +319,7 @@ def _parse(data: Any, file: str, *, check_text: bool) -> Flow:
         # current format; the model's default only serves flows made in code.
         raise FlowError([Problem(file=file, field="format",
                                  message=f"missing format; expected {FORMAT!r}")])
-    bad = _find_bad_place(data, check_text=check_text)
+    bad = _find_bad_place(data, check_text=check_text, check_numbers=check_numbers)
     if bad is not None:
         path, why = bad
         raise FlowError([_problem_at(path, why, data, file)])
@@ -330,9 +334,11 @@ def _parse(data: Any, file: str, *, check_text: bool) -> Flow:
 _TOO_DEEP = f"nested too deeply: a flow file may nest arrays and objects at most {MAX_DEPTH} levels"
 
 
-def _find_bad_place(data: Any, *, check_text: bool) -> tuple[list, str] | None:
+def _find_bad_place(data: Any, *, check_text: bool,
+                    check_numbers: bool = False) -> tuple[list, str] | None:
     """The path to the first place nested deeper than MAX_DEPTH, or (with
-    ``check_text``) to a string holding a lone surrogate, with why; else None.
+    ``check_text``) to a string holding a lone surrogate, or (with
+    ``check_numbers``) to a NaN or infinite number, with why; else None.
     Iterative, so that depth costs no stack; a chain of 100,000 nodes takes
     about 0.15 s."""
     # link: (parent link, key) - the path is only built when something is wrong
@@ -343,7 +349,7 @@ def _find_bad_place(data: Any, *, check_text: bool) -> tuple[list, str] | None:
         if depth > MAX_DEPTH:
             return _path(link), _TOO_DEEP
         items = obj.items() if type(obj) is dict else enumerate(obj)
-        if not check_text:
+        if not check_text and not check_numbers:
             for _k, v in items:
                 if type(v) is dict or type(v) is list:
                     push((v, depth + 1, (link, _k)))
@@ -351,11 +357,19 @@ def _find_bad_place(data: Any, *, check_text: bool) -> tuple[list, str] | None:
         for k, v in items:
             if type(v) is dict or type(v) is list:
                 push((v, depth + 1, (link, k)))
-            elif type(v) is str and _lone_surrogate(v):
-                return _path((link, k)), _SURROGATE
-            if type(k) is str and _lone_surrogate(k):
+            elif type(v) is str:
+                if check_text and _lone_surrogate(v):
+                    return _path((link, k)), _SURROGATE
+            elif type(v) is float and check_numbers and v - v != 0:  # inf - inf is nan
+                return _path((link, k)), _not_finite(v)
+            if check_text and type(k) is str and _lone_surrogate(k):
                 return _path(link) + [k], _SURROGATE
     return None
+
+
+def _not_finite(x: float) -> str:
+    what = "NaN" if x != x else "Infinity (or a number beyond ±1.8e308)"
+    return f"{what} is not a JSON number; a flow file's numbers must be finite"
 
 
 _SURROGATE = ("text holds a lone surrogate (a \\ud800-\\udfff escape without its pair), "
@@ -363,6 +377,11 @@ _SURROGATE = ("text holds a lone surrogate (a \\ud800-\\udfff escape without its
 # A lone surrogate can only come from a \uD8xx-\uDFxx escape: the text itself
 # was decoded as strict UTF-8. Without one, load_flow skips the string check.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+# Python's json reads NaN, Infinity and -Infinity, and a number beyond
+# ±1.8e308 as infinity: that takes an exponent of three digits or, with two
+# at most, 210 digits in a row (200 are looked for). Without any of these,
+# load_flow skips the number check.
+_NON_FINITE_HINT = re.compile(r"NaN|Infinity|[eE]\+?\d{3}|\d{200}")
 
 
 def _lone_surrogate(s: str) -> bool:
@@ -483,7 +502,8 @@ def load_flow(path: str | Path, registry: Registry | None = None, *, validate: b
         except ValueError as exc:  # an integer of more than 4,300 digits
             why = str(exc).split(";")[0]  # not the advice to call sys.set_int_max_str_digits
             raise FlowError([Problem(file=file, message=f"invalid JSON: {why}")]) from None
-        flow = _parse(data, file, check_text=_SURROGATE_ESCAPE.search(text) is not None)
+        flow = _parse(data, file, check_text=_SURROGATE_ESCAPE.search(text) is not None,
+                      check_numbers=_NON_FINITE_HINT.search(text) is not None)
         del data, text
         if validate:
             errors = [p for p in validate_flow(flow, registry, file=file) if p.severity == "error"]
@@ -557,6 +577,8 @@ def check_param_value(spec: ParamSpec, value: Any) -> str | None:
         return f"expected an integer, got {json.dumps(value)}"
     if t is ParamType.FLOAT and (not isinstance(value, (int, float)) or isinstance(value, bool)):
         return f"expected a number, got {json.dumps(value)}"
+    if type(value) is float and value - value != 0:  # set in code or by --set, not read
+        return f"expected a finite number, got {json.dumps(value)}"
     if t is ParamType.BOOL and not isinstance(value, bool):
         return f"expected true or false, got {json.dumps(value)}"
     if t is ParamType.ENUM and value not in (spec.choices or []):

@@ -36,6 +36,7 @@ from typing import Any
 
 from .rerun import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Rerun, RunsError, plan_rerun, resolve
 from .rundiff import ABSENT, changes, diff_runs, facts, run_cost
+from .text import printable
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "Rerun", "RunsError", "add_parser",
            "changes", "command", "diff_runs", "facts", "format_diff", "plan_rerun", "resolve",
@@ -232,10 +233,10 @@ def _show(history: Any, args: argparse.Namespace) -> int:
         return EXIT_OK
     names = _names(history.flow_of(run_id))
     who = _who(names)
-    print(f"run {run_id}  {s['flow']}")
+    print(f"run {run_id}  {printable(s['flow'])}")
     status = s["status"] + (f" ({s['reason']})" if s["reason"] else "")
     rows = [("file", s["path"] or "(not saved)"), ("started", _when(s["started"])),
-            ("status", status + (f": {s['message']}" if s["message"] else "")),
+            ("status", status + (f": {printable(s['message'])}" if s["message"] else "")),
             ("duration", _duration(s["duration_ms"])), ("errors", str(s["errors"])),
             ("cost", _cost_text(s) or "—")]
     origin = _origin(_Started(s))
@@ -277,9 +278,10 @@ def _show(history: Any, args: argparse.Namespace) -> int:
             print(f"  {_cut(text, SHOW_CHARS)}")
     print(f"\nerrors ({len(s['node_errors'])})")
     for e in s["node_errors"]:
-        print(f"  {who(e['node'], e['name'])}: {e['message']}" + ("  (caught)" if e["caught"] else ""))
+        print(f"  {who(e['node'], e['name'])}: {printable(e['message'])}"
+              + ("  (caught)" if e["caught"] else ""))
     if s["replayable"]:
-        parts = [f"{n} ({v['recorded']}" + (f" of {v['received']})" if v["received"] > v["recorded"]
+        parts = [f"{printable(n)} ({v['recorded']}" + (f" of {v['received']})" if v["received"] > v["recorded"]
                                             else ")") for n, v in s["replayable"].items()]
         print(f"\nrerun --from NODE can replay: {', '.join(parts)}")
     return EXIT_OK
@@ -409,7 +411,7 @@ def _text(value: Any) -> str:
 
 
 def _cut(text: str, limit: int) -> str:
-    text = " ".join(text.split()) if "\n" in text else text
+    text = printable(" ".join(text.split()) if "\n" in text else text)
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
@@ -444,6 +446,8 @@ def _names(flow: dict | None) -> dict[str, str]:
 def _who(names: dict[str, str]) -> Callable[..., str]:
     def who(node_id: str, name: str = "") -> str:
         name = name or names.get(node_id, "")
-        return f"'{name}' ({node_id})" if name and name != node_id else node_id
+        if name and name != node_id:
+            return f"'{printable(name)}' ({printable(node_id)})"
+        return printable(node_id)
 
     return who

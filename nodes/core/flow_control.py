@@ -108,17 +108,34 @@ def _test(op: str, value: Any, arg: Any) -> bool:
     return False
 
 
+#: Longest a Delay holds a message: 30 days, as the sequence nodes' timeouts.
+MAX_DELAY_SECONDS = 30 * 86_400
+_DELAY_BOUND = f"a number of seconds from 0 to {MAX_DELAY_SECONDS} (30 days)"
+
+
 @node("core.delay", name="Delay", category="Core", icon="clock", color="#8e7cc3")
 class Delay(Node):
     """Holds each message for a while, then sends it on."""
 
-    seconds = Param(float, "How long to hold each message", default=1.0)
+    seconds = Param(float, f"How long to hold each message, {_DELAY_BOUND}", default=1.0)
+
+    @classmethod
+    def check(cls, params):
+        p = params.get("seconds")
+        value = p.value if p is not None else None
+        # NaN and Infinity are refused for every number param (validate_flow).
+        if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and value - value == 0 and not 0 <= value <= MAX_DELAY_SECONDS:
+            return [("seconds", f"seconds must be {_DELAY_BOUND}, got {value!r:.40}")]
+        return []
 
     async def on_message(self, msg):
         seconds = self.seconds.get(msg)
         if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
             raise ValueError(f"seconds must be a number, got {seconds!r}")
-        await asyncio.sleep(max(0.0, float(seconds)))
+        if not 0 <= seconds <= MAX_DELAY_SECONDS:  # NaN would not wait, Infinity for ever
+            raise ValueError(f"seconds must be {_DELAY_BOUND}, got {seconds!r:.40}")
+        await asyncio.sleep(seconds)
 
 
 @node("core.catch", name="Catch", category="Core", icon="shield", color="#c0392b", inputs=())

@@ -194,15 +194,16 @@ def prepare_folder(path: Path, create: bool, param: str, raw: Any) -> None:
     """Make sure the folder of ``path`` exists (creating it if allowed) and
     that ``path`` is not a folder itself."""
     folder = path.parent
-    if not folder.is_dir():
-        if not create:
-            raise NodeConfigError(f"{param}: the folder of '{quote(str(raw))}' does not exist; "
-                                  "create it first or turn on create_folders")
-        try:
+    try:  # is_dir() raises for a name too long for this file system, or EACCES
+        if not folder.is_dir():
+            if not create:
+                raise NodeConfigError(f"{param}: the folder of '{quote(str(raw))}' does not "
+                                      "exist; create it first or turn on create_folders")
             folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise os_problem(exc, param, raw) from None
-    if path.is_dir():
+        is_folder = path.is_dir()
+    except OSError as exc:
+        raise os_problem(exc, param, raw) from None
+    if is_folder:
         raise NodeConfigError(f"{param}: '{quote(str(raw))}' is a folder, not a file")
 
 

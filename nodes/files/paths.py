@@ -34,9 +34,17 @@ from typing import Any
 
 from runtime.node import BoundParam, NodeConfigError
 from runtime.spec import Scope
+from runtime.text import printable
 
 #: Longest path text accepted (Linux's PATH_MAX); longer is refused unread.
 MAX_PATH_CHARS = 4096
+#: Longest name of one file or folder, in bytes of UTF-8 (NAME_MAX of
+#: Linux and macOS file systems; Windows allows 255 UTF-16 units, never
+#: fewer than these bytes). A longer one is refused before the OS sees it.
+MAX_NAME_BYTES = 255
+#: Longest a path may be once joined to the base folder, in bytes: PATH_MAX
+#: less room for the temporary file an atomic write puts beside it.
+MAX_FULL_PATH_BYTES = 4000
 #: Characters of a refused path quoted in an error.
 QUOTE_LIMIT = 200
 _UNREAD = object()
@@ -72,9 +80,11 @@ def base_folder(value: Any = "") -> Path:
     return folder if folder.is_absolute() else default_base() / folder
 
 
-def quote(text: str) -> str:
-    """A path as an error may quote it: at most QUOTE_LIMIT characters."""
-    return text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT] + "…"
+def quote(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """A path as an error may quote it: at most ``limit`` characters, its
+    control characters escaped (runtime.text.printable)."""
+    text = printable(text)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _check_text(raw: Any, param: str) -> str:
@@ -89,7 +99,25 @@ def _check_text(raw: Any, param: str) -> str:
                           f"{MAX_PATH_CHARS:,} a path may have")
     if "\0" in raw:
         raise PathRefused(f"{param}: the path holds a NUL character")
+    if len(raw) > MAX_NAME_BYTES // 4:  # a shorter text holds no name over the bound
+        for name in raw.replace("\\", "/").split("/"):
+            size = len(name.encode("utf-8", "surrogatepass"))
+            if size > MAX_NAME_BYTES:
+                raise PathRefused(
+                    f"{param}: the name '{quote(name, 40)}' is {size:,} bytes long; a file or "
+                    f"folder name may have at most {MAX_NAME_BYTES} bytes (UTF-8)")
     return raw
+
+
+def _check_length(full: str, text: str, param: str) -> None:
+    """Refuse a path whose full form is over MAX_FULL_PATH_BYTES, naming
+    the bound and the path as given, never the base folder it was joined to."""
+    if len(full) > MAX_FULL_PATH_BYTES // 4:
+        size = len(os.fsencode(full))
+        if size > MAX_FULL_PATH_BYTES:
+            raise PathRefused(f"{param}: '{quote(text)}' is too long: in full it would be "
+                              f"{size:,} bytes, more than the {MAX_FULL_PATH_BYTES:,} a path "
+                              "may have here")
 
 
 def _norm(path: str) -> str:
@@ -134,6 +162,7 @@ def confined_path(base: str | Path, raw: Any, *, must_exist: bool = False,
     joined = os.path.join(real_base, text)
     if not inside(os.path.normpath(joined), real_base):
         raise PathRefused(f"{param}: '{quote(text)}' leads outside the base folder")
+    _check_length(joined, text, param)
     real = os.path.realpath(joined)
     if not inside(real, real_base):
         raise PathRefused(f"{param}: '{quote(text)}' is or goes through a symbolic link that leads "
@@ -161,6 +190,7 @@ def trusted_path(base: str | Path, raw: Any, *, must_exist: bool = False,
         return confined_path(base, text, must_exist=must_exist, param=param,
                              follow_last=follow_last)
     absolute = os.path.abspath(expanded)
+    _check_length(absolute, text, param)
     if follow_last:
         absolute = os.path.realpath(absolute)
     exists = os.path.exists(absolute) if follow_last else os.path.lexists(absolute)

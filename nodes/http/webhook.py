@@ -24,6 +24,7 @@ from urllib.parse import parse_qs, unquote
 from runtime.arguments import event_args
 from runtime.message import Message, new_msgid
 from runtime.node import CUSTOM, DROP, MESSAGE, Node, NodeConfigError, Param, node
+from runtime.text import NotFiniteError, finite_loads, non_finite_place, printable
 
 from .request import header_pairs
 
@@ -483,7 +484,11 @@ def _payload(req: Request, body: bytes) -> Any:
             charset = v.strip('"')
     if "json" in ctype:
         try:
-            return json.loads(body.decode(charset, errors="strict"))
+            # NaN, Infinity and 1e400 are not JSON: a payload holding one
+            # could not be answered or written as JSON later.
+            return finite_loads(body.decode(charset, errors="strict"))
+        except NotFiniteError as exc:
+            raise HttpError(400, f"the body is not valid JSON: {exc}") from None
         except (ValueError, LookupError, RecursionError):
             raise HttpError(400, "the body is not valid JSON") from None
     try:
@@ -497,6 +502,7 @@ def _payload(req: Request, body: bytes) -> Any:
 
 
 def _quote(text: str) -> str:
+    text = printable(text)
     return text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT] + "…"
 
 
@@ -542,14 +548,10 @@ class HttpResponse(Node):
         if body is None:
             data = b""
         elif body_type == "text" or (body_type == "auto" and isinstance(body, str)):
-            data = (body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)) \
-                .encode("utf-8")
+            data = (body if isinstance(body, str) else _json_body(body)).encode("utf-8")
             _default_type(headers, "text/plain; charset=utf-8")
         else:
-            try:
-                data = json.dumps(body, ensure_ascii=False, default=str).encode("utf-8")
-            except (ValueError, RecursionError) as exc:
-                raise NodeConfigError(f"body: cannot be sent as JSON ({exc})") from None
+            data = _json_body(body).encode("utf-8")
             _default_type(headers, "application/json")
         pending = self.run_resource(PENDING_KEY, dict)
         fut = pending.pop(rid, None)
@@ -581,6 +583,23 @@ class HttpResponse(Node):
                     "body": event_args(text, SHOWN_BODY) if data else None,
                     "bytes": len(data)}, msg)
         self.show_status(f"rerun: would answer {status}", "blue", "done")
+
+
+def _json_body(body: Any) -> str:
+    """``body`` as JSON text, or an error naming the NaN or Infinity in
+    it: JSON has neither, and a client's parser would refuse the answer."""
+    try:
+        return json.dumps(body, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError as exc:
+        place = non_finite_place(body) if "JSON compliant" in str(exc) else None
+        if place is not None:
+            where = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in place[0])
+            raise NodeConfigError(
+                f"body{printable(where)}: {place[1]} cannot be sent as JSON (JSON has no NaN or "
+                "Infinity); turn it into a number or text first") from None
+        raise NodeConfigError(f"body: cannot be sent as JSON ({exc})") from None
+    except RecursionError as exc:
+        raise NodeConfigError(f"body: cannot be sent as JSON ({exc})") from None
 
 
 def _default_type(headers: list[tuple[str, str]], ctype: str) -> None:
