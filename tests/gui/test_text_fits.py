@@ -28,8 +28,7 @@ def text_room(tree: QTreeWidget, item, column: int) -> tuple[int, int]:
     """(the height the view gives ``item``'s text, the height its text
     needs): the text rectangle the style draws in (Qt's own
     SE_ItemViewItemText, padding and all), and the text laid out in it as
-    an item view lays it out (at words, or anywhere in a word longer than
-    the line)."""
+    Qt's style lays it out (QTextOption.WordWrap)."""
     index = tree.model().index(tree.indexOfTopLevelItem(item), column)
     opt = QStyleOptionViewItem()
     tree.itemDelegate().initStyleOption(opt, index)
@@ -38,7 +37,7 @@ def text_room(tree: QTreeWidget, item, column: int) -> tuple[int, int]:
     margin = tree.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, tree) + 1
     layout = QTextLayout(item.text(column).replace("\n", "\u2028"), opt.font)
     option = QTextOption()
-    option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    option.setWrapMode(QTextOption.WrapMode.WordWrap)
     layout.setTextOption(option)
     height = 0.0
     layout.beginLayout()

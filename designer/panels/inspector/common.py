@@ -296,11 +296,11 @@ def rerun_call_menu(parent: QWidget, call: Any, model_status: str, rerun: Any) -
 
 def wrapped_text_height(text: str, font: QFont, width: int) -> int:
     """The height ``text`` takes wrapped at ``width`` as an item view draws
-    it: at word boundaries, or anywhere in a word longer than the line (a
-    JSON text's "\\n\\norder" is one word), newlines kept."""
+    it (Qt's style lays it out with QTextOption.WordWrap: at word
+    boundaries; a word longer than the line stays on one), newlines kept."""
     layout = QTextLayout(text.replace("\n", "\u2028"), font)
     option = QTextOption()
-    option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    option.setWrapMode(QTextOption.WrapMode.WordWrap)
     layout.setTextOption(option)
     height = 0.0
     layout.beginLayout()
