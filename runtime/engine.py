@@ -40,6 +40,7 @@ from .events import (
     RunStarted,
     Stats,
 )
+from .expressions import RUN_DEADLINE, RenderDeadline
 from .flow import Flow, FlowError, FlowNode, validate_flow
 from .message import (
     AGENT_NODE_ID,
@@ -419,6 +420,8 @@ class Engine:
         self.failed_tool_calls = 0
         if timeout is not None:
             self._deadline = time.monotonic() + timeout
+        # Templates stop rendering at the deadline too (RenderDeadline, below).
+        deadline_token = RUN_DEADLINE.set(self._deadline or None)
         self.running = True
         # Every secret the flow names is masked from the first event on, not
         # only once the node that uses it has run (docs/credentials.md).
@@ -450,6 +453,7 @@ class Engine:
             except TimeoutError:
                 self._end("timeout")
         finally:
+            RUN_DEADLINE.reset(deadline_token)
             if not self._reason:
                 self._in_flight = self.in_flight()
             if self._record_inputs:
@@ -840,6 +844,14 @@ class Engine:
     # -- errors -------------------------------------------------------------
     def _node_failed(self, rt: NodeRuntime, msg: dict | None, exc: BaseException,
                      depth: int = 0) -> None:
+        if isinstance(exc, RenderDeadline):
+            # A template saw the run's deadline pass mid-render: the run ends
+            # as timed out, with that message unfinished (inline work counts
+            # in no in-flight figure of its own).
+            if self._done is not None and not self._done.done():
+                self._end("timeout")
+                self._in_flight[rt.id] = self._in_flight.get(rt.id, 0) + 1
+            return
         rt.errors += 1
         text = error_text(exc)
         if isinstance(exc, NodeConfigError):

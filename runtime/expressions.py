@@ -1,4 +1,5 @@
-"""Template expressions: the fourth way to set a param.
+"""Template expressions: the fourth way to set a param, and Switchboard's one
+template engine (the Template node renders with it too: ``TextTemplate``).
 
 ``{"scope": "expression", "value": "Hello {{ msg.payload.name }}"}`` is
 rendered for every message with Jinja2 in an immutable sandbox. A template
@@ -6,8 +7,11 @@ sees four names and nothing else:
 
 - ``msg``: the incoming message, without the reserved keys of tool calls (so
   a template cannot read the AI's arguments from ``__parameters__``);
-- ``env``: the process's environment variables, less every one that names a
-  secret (see ``hidden_env_names``);
+- ``env``: the environment variables that the flow (``settings.env_readable``)
+  or the user's settings name as readable, and a few harmless ones
+  (``DEFAULT_READABLE_ENV``), less every one that names a secret (an
+  allow-list, with the deny-list ``SECRET_NAME`` as a second guard; see
+  ``template_env``);
 - ``flow``: this run's flow variables (what Set Variable stores with scope
   flow), read-only;
 - ``global``: the global variables (Set Variable with scope global).
@@ -17,13 +21,36 @@ A template that is one expression and nothing else (``{{ msg.payload.count
 template gives text. Either is then coerced to the param's type, so an int
 param set to ``"{{ msg.payload.n }}"`` gets an int from ``"7"`` too.
 
-Bounds: a template has at most ``MAX_TEMPLATE_CHARS`` characters; one render
-runs at most ``MAX_STEPS`` steps (loop turns, macro calls, function calls and
-filters, a count rather than a clock so that the same template always
-stops at the same place); no text, list or mapping a template builds may
-pass ``MAX_VALUE`` characters or items, and the operators and filters that
-could build one in a single step (``*``, ``+``, ``~``, ``%``, ``center``,
-``indent``, ``join``, ``replace``, ...) are checked *before* they run.
+The Template node's template (``TextTemplate``) sees the message's own keys
+(``payload``, ``topic``) and ``msg``, reads a missing key as empty text, and
+always gives text; it has the same sandbox and the same bounds.
+
+Bounds, the same for every template (``_Render`` keeps the counts of one
+render; counts, not a clock, so that a template always stops at the same
+place):
+
+- at most ``MAX_TEMPLATE_CHARS`` characters of template
+  (``MAX_TEXT_TEMPLATE_CHARS`` for the Template node's);
+- at most ``MAX_STEPS`` steps: loop turns, macro calls, calls and filters;
+- at most ``MAX_WORK`` units of work: the characters and items that the
+  render's operations build, copy, scan, compare or turn into text;
+- no value of more than ``MAX_VALUE`` characters or items, counted through
+  every level of nesting (a list held three times in another counts three
+  times: about the size of its text), and no whole number of more than
+  ``MAX_INT_DIGITS`` digits. The operations that could build one (``*``,
+  ``+``, ``**``, ``~``, ``%``, ``str.format``, list and dict literals,
+  ``join``, ``center``, ``indent``, ``replace``, ``tojson``, ...) are
+  checked *before* they build it;
+- at most ``MAX_VALUE`` characters of text out.
+
+Constant parts are worked out under the same bounds when a template is
+compiled (``switchboard validate``, the designer's Problems), so that a
+constant that cannot be built (``{% set a = 2 ** 999999 %}``) is an error of
+the flow, never of a run. A render that sees its run's deadline pass
+(``switchboard run --timeout``: ``RUN_DEADLINE``) stops with
+``RenderDeadline``, which the engine turns into the run's timeout with the
+node's message unfinished (exit 124).
+
 Templates cannot include, import or extend other templates (there is no
 loader: nothing touches files), reach attributes starting with ``_``, or
 change the data they read.
@@ -36,12 +63,17 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import os
 import re
+import string
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,27 +85,54 @@ if TYPE_CHECKING:
     from jinja2 import Template
 
 MAX_TEMPLATE_CHARS = 10_000
+#: A Template node's template may be a whole page (a mail body, a report).
+MAX_TEXT_TEMPLATE_CHARS = 100_000
 #: Most characters (text) or items (lists, mappings) of any value one render
-#: builds, its result included.
+#: builds, its result included, counted through every level of nesting.
 MAX_VALUE = 1_000_000
 #: Most steps of one render: loop turns, macro calls, calls and filters.
 MAX_STEPS = 100_000
-#: Largest number of bits an integer power may have (2 ** 1_000_000 is fine,
-#: 10 ** 10 ** 9 would take the process down).
-MAX_POWER_BITS = 1_000_000
+#: Most units of work of one render. A unit is about one item handled in
+#: Python (a filter's turn over a list; a macro call counts 100), or 16
+#: characters or 2 list slots made or scanned in C, so that the bound holds
+#: both the time of a render (about a second at worst) and what it
+#: allocates on the way (a few tens of MB); see _FILTER_COST.
+MAX_WORK = 2_000_000
+#: Most digits of a whole number (Python's own limit for turning one into
+#: text, so that any number a template makes can be shown).
+MAX_INT_DIGITS = 4_300
 #: Largest indent ``tojson`` may use.
 MAX_JSON_INDENT = 16
 
 #: The names a template sees.
 ROOTS = ("msg", "env", "flow", "global")
 #: An environment variable whose name contains one of these is never shown
-#: to a template, whatever the flow: it most likely holds a secret.
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE|AUTH",
+#: to a template, whatever the flow or the settings say: it most likely
+#: holds a secret (the second guard behind the allow-list).
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIAL|PRIVATE|AUTH",
                          re.IGNORECASE)
+#: Environment variables any template may read: nothing secret in them.
+DEFAULT_READABLE_ENV = ("HOME", "USER", "USERNAME", "LOGNAME", "LANG", "LC_ALL", "TZ",
+                        "TMPDIR")
+#: The user's settings file in the data dir; its ``env_readable`` list names
+#: more variables every flow's templates may read.
+SETTINGS_FILE = "settings.json"
+SETTINGS_MAX_BYTES = 1_000_000
+#: Most names in one ``env_readable`` list.
+MAX_ENV_READABLE = 1_000
 #: The run resource holding the flow variables (nodes/core/variables.py).
 FLOW_VARIABLES = "variables:flow"
 GLOBAL_FILE = "variables.json"
 GLOBAL_MAX_BYTES = 10_000_000
+
+#: The time.monotonic() past which renders stop (the run's --timeout); the
+#: engine sets it for the run's tasks. None: no deadline.
+RUN_DEADLINE: ContextVar[float | None] = ContextVar("switchboard_run_deadline", default=None)
+
+_INT_LIMIT = 10 ** MAX_INT_DIGITS
+_INT_BITS = _INT_LIMIT.bit_length()
+_BIG = 1 << 64
+_CHECK_WORK = 100_000  # work between two looks at the clock (with a deadline)
 
 
 class ExpressionError(ValueError):
@@ -81,6 +140,13 @@ class ExpressionError(ValueError):
     param (``params.subject: ...``) and what is wrong, never a traceback.
     (BoundParam turns it into the NodeConfigError a run reports: this module
     imports nothing of runtime.node, which imports it.)"""
+
+
+class RenderDeadline(Exception):
+    """A render stopped because its run's deadline (``--timeout``) passed.
+    Not a ValueError, so that neither a param nor a node turns it into an
+    error of its own: it reaches the engine, which ends the run as timed out
+    with the node's message counted as unfinished."""
 
 
 class _Bound(Exception):
@@ -98,11 +164,17 @@ def _preview(value: Any, limit: int = 60) -> str:
 # -- the state of one render ---------------------------------------------------
 
 class _Render:
-    __slots__ = ("steps", "roots")
+    __slots__ = ("steps", "work", "check_at", "roots", "weights", "deadline")
 
-    def __init__(self, roots: dict[str, Any]) -> None:
+    def __init__(self, roots: dict[str, Any], deadline: float | None = None) -> None:
         self.steps = MAX_STEPS
+        self.work = MAX_WORK
+        self.check_at = MAX_WORK - _CHECK_WORK
         self.roots = roots
+        # id -> (value, weight, depth) of the containers weighed so far
+        # (the value is kept so that its id cannot be reused meanwhile).
+        self.weights: dict[int, tuple[Any, int, int]] = {}
+        self.deadline = deadline
 
 
 _STATE: ContextVar[_Render | None] = ContextVar("switchboard_template_render", default=None)
@@ -115,25 +187,307 @@ def _step() -> None:
         if state.steps < 0:
             raise _Bound(f"the template ran more than {MAX_STEPS} steps (loop turns, calls and "
                          "filters); it is bounded so that no message can keep a node busy")
+        if state.deadline is not None and not state.steps & 1023:
+            _check_deadline(state)
+
+
+def _charge(n: int) -> None:
+    """Count ``n`` units of work of the render under way."""
+    state = _STATE.get()
+    if state is not None:
+        state.work -= n
+        if state.work < state.check_at:
+            _worked(state)
+
+
+def _worked(state: _Render) -> None:
+    if state.work < 0:
+        raise _Bound(f"the template did more than {MAX_WORK} units of work (characters and "
+                     "items built, copied, compared or turned into text); it is bounded so that "
+                     "no message can keep a node busy")
+    state.check_at = state.work - _CHECK_WORK
+    if state.deadline is not None:
+        _check_deadline(state)
+
+
+#: The clock deadlines are read on (the engine's: time.monotonic).
+_now = time.monotonic
+
+
+def _check_deadline(state: _Render) -> None:
+    if state.deadline is not None and _now() > state.deadline:
+        raise RenderDeadline("the run's time limit passed while the template was rendering")
+
+
+# -- sizes: how big a value is, through its nesting -------------------------------
+
+_NAMESPACE: Any = None  # jinja2.utils.Namespace, set when the environment is made
+_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+_ITEMS_VIEW = _VIEWS[2]
+_DEEP = (list, tuple, dict, set, frozenset, *_VIEWS)
 
 
 def _size(value: Any) -> int:
+    """Characters or items at the top level."""
+    if type(value) is _NAMESPACE:
+        return 0
     if isinstance(value, (str, bytes, list, tuple, dict, set, frozenset, range)):
         return len(value)
     return 0
 
 
-def _sized(value: Any, what: str = "a value") -> Any:
-    if _size(value) > MAX_VALUE:
-        raise _Bound(f"{what} of {_size(value)} characters or items, more than the {MAX_VALUE} a "
-                     "template may build")
-    return value
+def _int_weight(n: int) -> int:
+    return 1 if -_BIG < n < _BIG else n.bit_length() * 3 // 10 + 1  # about its digits
+
+
+def _is_deep(value: Any) -> bool:
+    t = type(value)
+    if t is list or t is dict or t is tuple or t is _NAMESPACE:
+        return True
+    if t is str or t is int or t is float or t is bool or value is None:
+        return False
+    # (A namespace's isinstance() runs Python code: its type is asked first.)
+    return isinstance(value, _DEEP) or (_NAMESPACE is not None and isinstance(value, _NAMESPACE))
+
+
+def _mutable(value: Any) -> bool:
+    """A namespace: the one container a template can change."""
+    return type(value) is _NAMESPACE
+
+
+def _flat(value: Any) -> int | None:
+    """What the items of a long list or tuple of plain texts or numbers
+    weigh, counted in C; None for any other (the walk counts those)."""
+    if type(value) not in (list, tuple) or len(value) < 256:
+        return None
+    kinds = Counter(map(type, value))
+    if kinds.keys() <= _SMALL:
+        if int in kinds and not (kinds.keys() == {int} and -_BIG < min(value)
+                                 and max(value) < _BIG):
+            return None  # big whole numbers weigh their digits: the walk counts them
+        _charge(len(value) >> 4)
+        return len(value)
+    if kinds.keys() == {str}:
+        _charge(len(value) >> 4)
+        return sum(map(len, value))
+    return None
+
+
+_SMALL = frozenset({int, float, bool, type(None)})
+
+
+def _small(value: Any) -> int | None:
+    """What a short list, tuple or dict of plain texts and numbers weighs
+    (most of what templates build: the walk's frames cost more than these);
+    None for any other."""
+    t = type(value)
+    if t is dict or t is _NAMESPACE:
+        if t is _NAMESPACE:
+            value = value._Namespace__attrs
+        if len(value) > 16:
+            return None
+        items: Iterable[Any] = chain.from_iterable(value.items())
+    elif t is list or t is tuple:
+        if len(value) > 16:
+            return None
+        items = value
+    else:
+        return None
+    total = 1
+    for x in items:
+        tx = type(x)
+        if tx is str:
+            total += len(x)
+        elif tx is float or tx is bool or x is None or (tx is int and -_BIG < x < _BIG):
+            total += 1
+        else:
+            return None
+    return total
+
+
+def _children(value: Any) -> Iterable[Any]:
+    if type(value) is _NAMESPACE:
+        return chain.from_iterable(value._Namespace__attrs.items())
+    if isinstance(value, dict):
+        return chain.from_iterable(value.items())
+    if type(value) is _ITEMS_VIEW:
+        return chain.from_iterable(value)
+    return iter(value)
+
+
+def _weight(value: Any) -> int:
+    """Characters or items of a value through every level of nesting (a
+    list held three times in another counts three times): about the size of
+    its text. Past MAX_VALUE the count stops (the result is then more)."""
+    t = type(value)
+    if t is str:
+        return len(value)
+    if t is int:
+        return _int_weight(value)
+    if t is float or t is bool or value is None:
+        return 1
+    if _is_deep(value):
+        return _deep(value)[0]
+    if isinstance(value, (str, bytes, bytearray)):
+        return len(value)
+    return 1
+
+
+def _deep(value: Any, cap: int = MAX_VALUE) -> tuple[int, int]:
+    """(weight, depth) of a container; iterative, so depth costs no stack.
+    What it visits is work of the render; containers it has weighed are
+    remembered for the rest of the render (they cannot change in the
+    sandbox), except those holding a namespace, which can."""
+    state = _STATE.get()
+    cache = state.weights if state is not None else None
+    if cache is not None:
+        hit = cache.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1], hit[2]
+    small = _small(value)
+    if small is not None:
+        return small, 1
+    flat = _flat(value)
+    if flat is not None:
+        if cache is not None and flat >= 64:
+            cache[id(value)] = (value, flat + 1, 1)
+        return flat + 1, 1
+    # A frame: [container, its children left, weight before it, deepest
+    # child, whether a namespace is below it]. A container counts 1 and its
+    # items what they weigh: [1, 2, 3] weighs 4.
+    total = 1
+    frames: list[list[Any]] = [[value, _children(value), 0, 0, _mutable(value)]]
+    visits = 0
+    root_depth = len(frames)  # when the count stops early
+    while frames and total <= cap:
+        frame = frames[-1]
+        below = None
+        for child in frame[1]:
+            visits += 1
+            t = type(child)
+            if t is str:
+                total += len(child)
+            elif t is int:
+                total += 1 if -_BIG < child < _BIG else _int_weight(child)
+            elif t is float or t is bool or child is None:
+                total += 1
+            elif _is_deep(child):
+                hit = cache.get(id(child)) if cache is not None else None
+                if hit is not None and hit[0] is child:
+                    total += hit[1]
+                    if hit[2] > frame[3]:
+                        frame[3] = hit[2]
+                elif (small := _small(child)) is not None:
+                    total += small
+                    if frame[3] < 1:
+                        frame[3] = 1
+                    if type(child) is _NAMESPACE:
+                        frame[4] = True
+                elif (flat := _flat(child)) is not None:
+                    total += flat + 1
+                    if cache is not None:
+                        cache[id(child)] = (child, flat + 1, 1)
+                    if frame[3] < 1:
+                        frame[3] = 1
+                else:
+                    below = child
+                    break
+            elif isinstance(child, (str, bytes, bytearray)):
+                total += len(child)
+            else:
+                total += 1
+            if total > cap:
+                break
+        if total > cap:
+            break
+        if below is not None:
+            frames.append([below, _children(below), total, 0, _mutable(below)])
+            total += 1
+            continue
+        obj, _, before, deepest, mutable = frames.pop()
+        depth = deepest + 1
+        if not frames:
+            root_depth = depth
+        else:
+            parent = frames[-1]
+            if depth > parent[3]:
+                parent[3] = depth
+            if mutable:
+                parent[4] = True
+        if cache is not None and not mutable and total - before >= 64:
+            cache[id(obj)] = (obj, total - before, depth)
+    if state is not None:
+        _charge(visits)
+    return total, root_depth
 
 
 def _at_most(n: float, what: str) -> None:
     if n > MAX_VALUE:
-        raise _Bound(f"{what} would make about {int(n)} characters or items, more than the "
+        raise _Bound(f"{what} would make about {_count(n)} characters or items, more than the "
                      f"{MAX_VALUE} a template may build")
+
+
+def _count(n: float) -> str:
+    return str(int(n)) if n < 10 ** 30 else f"{n:.3g}"
+
+
+def _check_int(n: int) -> None:
+    if not -_BIG < n < _BIG and not -_INT_LIMIT < n < _INT_LIMIT:
+        raise _Bound(f"a whole number of more than {MAX_INT_DIGITS} digits, the most a template "
+                     "may make")
+
+
+def _sized(value: Any, what: str = "a value", charge: bool = True) -> Any:
+    """A result checked at its top level (the operations that could nest
+    more than they were given are checked before they run), and what making
+    it cost counted as work (``charge``: it was made, not found)."""
+    t = type(value)
+    if t is int:
+        _check_int(value)
+        return value
+    n = len(value) if t is str or t is list or t is dict or t is tuple else _size(value)
+    if n > MAX_VALUE:
+        raise _Bound(f"{what} of {n} characters or items, more than the {MAX_VALUE} a "
+                     "template may build")
+    if n and charge:
+        _charge_made(value, n)
+    return value
+
+
+def _charge_made(value: Any, n: int) -> None:
+    """Making a value of ``n`` characters (1/16 unit each) or items (list
+    slots, 1/2 unit each): what a render allocates is bounded by MAX_WORK."""
+    _charge(n >> 4 if isinstance(value, (str, bytes)) else n >> 1)
+
+
+def _built(value: Any, what: str) -> Any:
+    """A container just built from others (a literal, dict(), namespace()),
+    checked through its nesting."""
+    if _deep(value)[0] > MAX_VALUE:
+        raise _Bound(_past(what))
+    return value
+
+
+def _as_text(value: Any, what: str) -> int:
+    """The size of ``value``'s text, checked before it is made."""
+    n = _weight(value)
+    if n > MAX_VALUE:
+        raise _Bound(_past(what))
+    return n
+
+
+def _past(what: str) -> str:
+    # The count stops at the bound: how far past it is not known.
+    return (f"{what} would make more than the {MAX_VALUE} characters or items a template may "
+            "build (counted through every level of nesting)")
+
+
+def _text_of(value: Any, what: str) -> str:
+    """``str(value)``, its size checked before it is made."""
+    if type(value) is str:
+        return value
+    _charge(_as_text(value, what) if _is_deep(value) else 1)
+    return str(value)
 
 
 def _int(value: Any) -> int | None:
@@ -248,346 +602,112 @@ def _flow_placeholder(name: str) -> Any:
         "has none", name=name)
 
 
+# -- the environment a template sees ---------------------------------------------
+
+_ENV_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")
+_DICT_METHODS = frozenset({"items", "keys", "values", "get"})
+
+
 class _Env(dict):
-    """The environment a template sees, and the names it may not see."""
+    """The environment variables a template may read, and why any other is
+    not there."""
 
-    __slots__ = ("_hidden",)
+    __slots__ = ("_hidden", "_readable", "_problem")
 
-    def __init__(self, values: Mapping[str, str], hidden: frozenset[str]) -> None:
+    def __init__(self, values: Mapping[str, str], hidden: frozenset[str],
+                 readable: Callable[[str], bool], problem: str = "") -> None:
         super().__init__(values)
         self._hidden = hidden
+        self._readable = readable
+        self._problem = problem
+
+    def why_not(self, name: Any) -> str:
+        """Why ``env.NAME`` has no value: a secret, not readable, or ""
+        (readable, but not set)."""
+        if not isinstance(name, str):
+            return ""
+        if name in self._hidden or SECRET_NAME.search(name):
+            return (f"env.{name} is hidden from templates: it names a secret (a secret param of "
+                    "this flow uses it, or its name looks like one); set the param from a "
+                    "secret instead")
+        if not self._readable(name):
+            text = (f"env.{name} is not readable by templates: a template reads only the "
+                    "environment variables the flow names in settings.env_readable or your "
+                    f"settings name ({data_dir() / SETTINGS_FILE}, \"env_readable\"), and "
+                    f"{', '.join(DEFAULT_READABLE_ENV)}")
+            return f"{text} ({self._problem})" if self._problem else text
+        return ""
 
 
-def _hidden_env(name: Any) -> str:
-    return (f"env.{name} is hidden from templates: it names a secret (a secret param of this "
-            "flow uses it, or its name looks like one); set the param from a secret instead")
-
-
-# -- bounded operators, calls and filters ----------------------------------------
-
-_PERCENT_WIDTH = re.compile(r"%[-#0 +]*(?:\*|\d{7,})|%[-#0 +]*\d*\.(?:\*|\d{7,})")
-_FORMAT_FIELD = re.compile(r"\{[^{}]*(?:\{|\d{7,})")
-
-
-def _check_percent(fmt: Any) -> None:
-    if isinstance(fmt, str) and _PERCENT_WIDTH.search(fmt):
-        raise _Bound("a %-format width or precision that is '*' or 7 digits or more is not "
-                     "allowed in a template")
-
-
-def _check_format_string(fmt: str) -> None:
-    if _FORMAT_FIELD.search(fmt):
-        raise _Bound("a format field with a nested field or a width of 7 digits or more is not "
-                     "allowed in a template")
-
-
-def _estimate_binop(op: str, left: Any, right: Any) -> None:
-    if op == "*":
-        for seq, n in ((left, _int(right)), (right, _int(left))):
-            if n is not None and _size(seq):
-                _at_most(_size(seq) * max(n, 0), "repeating a text or list")
-    elif op == "+":
-        if _size(left) and _size(right):
-            _at_most(_size(left) + _size(right), "joining two texts or lists")
-    elif op == "**":
-        base, exp = _int(left), _int(right)
-        if base is not None and exp is not None and exp > 0 and abs(base) > 1:
-            if exp * abs(base).bit_length() > MAX_POWER_BITS:
-                raise _Bound(f"{base} ** {exp} is a number of more than {MAX_POWER_BITS} bits")
-    elif op == "%":
-        _check_percent(left)
-
-
-def _str_method_check(fn: Any, args: tuple, kwargs: dict) -> tuple | None:
-    """Checks a call of a method of a str or bytes before it runs (the ones
-    that can build much more than they are given). Returns the arguments to
-    call with, when they had to be read first (join of a generator)."""
-    self = getattr(fn, "__self__", None)
-    wrapped = getattr(fn, "__wrapped__", None)
-    if self is None and wrapped is not None:  # the sandbox's wrapper of str.format
-        self = getattr(wrapped, "__self__", None)
-    if not isinstance(self, (str, bytes)):
-        return None
-    name = getattr(fn, "__name__", "")
-    if name in ("center", "ljust", "rjust", "zfill"):
-        width = _int(args[0]) if args else _int(kwargs.get("width"))
-        if width is not None:
-            _at_most(width, f"{name}()")
-    elif name == "expandtabs":
-        size = _int(args[0]) if args else _int(kwargs.get("tabsize", 8))
-        tab = "\t" if isinstance(self, str) else b"\t"
-        _at_most(len(self) + self.count(tab) * max(size or 0, 0), "expandtabs()")  # type: ignore[arg-type]
-    elif name == "replace" and len(args) >= 2:
-        old, new = args[0], args[1]
-        if isinstance(old, type(self)) and isinstance(new, type(self)):
-            times = self.count(old) if old else len(self) + 1  # type: ignore[arg-type]
-            if len(args) > 2 and _int(args[2]) is not None and args[2] >= 0:
-                times = min(times, args[2])
-            _at_most(len(self) + times * len(new), "replace()")
-    elif name == "join" and args:
-        items = list(args[0]) if not isinstance(args[0], (list, tuple, str)) else args[0]
-        _at_most(len(items) * len(self) + sum(_size(x) for x in items), "join()")
-        return (items, *args[1:])
-    elif name == "translate" and args and isinstance(args[0], dict):
-        longest = max((_size(v) for v in args[0].values()), default=1)
-        _at_most(len(self) * max(longest, 1), "translate()")
-    elif name in ("format", "format_map") and isinstance(self, str):
-        _check_format_string(self)
+def env_pattern_problem(entry: Any) -> str | None:
+    """Why ``entry`` cannot be in an ``env_readable`` list, or None: a
+    variable's name, or a prefix ending in ``*`` (``SHOP_*``)."""
+    if not isinstance(entry, str):
+        return f"must be a variable's name in quotes, e.g. \"SHOP_NAME\", not {_preview(entry)}"
+    if not _ENV_PATTERN.fullmatch(entry):
+        return (f"{_preview(entry)} is not a variable's name: letters, digits and _, not "
+                "starting with a digit; a name may end in * to mean every name that starts so "
+                "(SHOP_*)")
     return None
 
 
-def _filter_checks() -> dict[str, Callable[..., tuple | None]]:
-    """Per filter: a check of its arguments (without the environment or
-    context a filter may be passed) before it runs."""
-
-    def center(value: Any, width: Any = 80, *_: Any, **__: Any) -> None:
-        if _int(width) is not None:
-            _at_most(width, "center")
-
-    def indent(s: Any, width: Any = 4, *_: Any, **__: Any) -> None:
-        lines = str(s).count("\n") + 1
-        per = _int(width) if _int(width) is not None else _size(width)
-        _at_most(len(str(s)) + lines * max(per or 0, 0), "indent")
-
-    def replace(s: Any, old: Any, new: Any, count: Any = None, **__: Any) -> None:
-        s, old, new = str(s), str(old), str(new)
-        times = s.count(old) if old else len(s) + 1
-        if _int(count) is not None and count >= 0:
-            times = min(times, count)
-        _at_most(len(s) + times * len(new), "replace")
-
-    def wordwrap(s: Any, width: Any = 79, _b: Any = True, wrapstring: Any = None,
-                 *_: Any, **kw: Any) -> None:
-        wrap = kw.get("wrapstring", wrapstring)
-        w = _int(kw.get("width", width)) or 1
-        _at_most(len(str(s)) + (len(str(s)) // max(w, 1) + 1) * _size(wrap or "\n"), "wordwrap")
-
-    def batch(value: Any, linecount: Any = 1, *_: Any, **__: Any) -> None:
-        if _int(linecount) is not None:
-            _at_most(linecount, "batch")
-
-    def slice_(value: Any, slices: Any = 1, *_: Any, **__: Any) -> None:
-        if _int(slices) is not None:
-            _at_most(slices, "slice")
-
-    def format_(value: Any, *_: Any, **__: Any) -> None:
-        _check_percent(value)
-
-    def tojson(value: Any, indent: Any = None, **__: Any) -> None:
-        if indent is not None and (_int(indent) or _size(indent)) > MAX_JSON_INDENT:
-            raise _Bound(f"tojson indent of more than {MAX_JSON_INDENT}")
-
-    def join(value: Any, d: Any = "", attribute: Any = None, **__: Any) -> tuple | None:
-        items = value if isinstance(value, (list, tuple, str, dict)) else list(value)
-        _at_most(len(items) * _size(str(d)) + sum(_size(x) for x in items), "join")
-        return (items, d, attribute) if items is not value else None
-
-    return {"center": center, "indent": indent, "replace": replace, "wordwrap": wordwrap,
-            "batch": batch, "slice": slice_, "format": format_, "tojson": tojson,
-            "join": join}
+def _readable(patterns: Iterable[str]) -> Callable[[str], bool]:
+    exact = frozenset(p for p in patterns if not p.endswith("*"))
+    prefixes = tuple(p[:-1] for p in patterns if p.endswith("*"))
+    if not prefixes:
+        return exact.__contains__
+    return lambda name: name in exact or name.startswith(prefixes)
 
 
-def _bounded_filter(name: str, fn: Callable[..., Any],
-                    check: Callable[..., tuple | None] | None) -> Callable[..., Any]:
-    pass_arg = getattr(fn, "jinja_pass_arg", None)
-
-    def bounded(*args: Any, **kwargs: Any) -> Any:
-        _step()
-        if check is not None:
-            lead, core = (args[:1], args[1:]) if pass_arg is not None else ((), args)
-            replaced = check(*core, **kwargs)
-            if replaced is not None:
-                args = (*lead, *replaced)
-        return _sized(fn(*args, **kwargs), f"the {name} filter made a value")
-
-    bounded.__name__ = getattr(fn, "__name__", name)
-    if pass_arg is not None:
-        bounded.jinja_pass_arg = pass_arg  # type: ignore[attr-defined]
-    return bounded
+_settings_cache: dict[str, tuple[tuple[int, int], tuple[tuple[str, ...], str]]] = {}
 
 
-# -- the environment ------------------------------------------------------------
-
-_env_lock = threading.Lock()
-_environment: Any = None
-
-
-def sandbox() -> Any:
-    """The one sandboxed Jinja2 environment of this process (made on first
-    use: importing jinja2 costs ~30 ms most runs never need)."""
-    global _environment
-    if _environment is None:
-        with _env_lock:
-            if _environment is None:
-                _environment = _make_environment()
-    return _environment
-
-
-def _make_environment() -> Any:
-    from jinja2.compiler import CodeGenerator
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    class BoundedCodeGenerator(CodeGenerator):
-        def visit_Concat(self, node: Any, frame: Any) -> None:  # noqa: N802 - Jinja's visitor
-            # `a ~ b` through the environment, so that its size is checked
-            # before the text is built (Jinja joins the parts directly).
-            self.write("environment.sb_concat((")
-            for arg in node.nodes:
-                self.visit(arg, frame)
-                self.write(", ")
-            self.write("))")
-
-    class Sandbox(ImmutableSandboxedEnvironment):
-        intercepted_binops = frozenset({"*", "+", "**", "%"})
-        code_generator_class = BoundedCodeGenerator
-
-        def getattr(self, obj: Any, attribute: str) -> Any:
-            # A key of the data wins over a dict method: msg.payload.items is
-            # the order's items, not dict.items.
-            if isinstance(obj, dict):
-                if isinstance(obj, _Env) and attribute in obj._hidden:
-                    return self.undefined(_hidden_env(attribute), obj=obj, name=attribute)
-                if attribute in obj:
-                    return obj[attribute]
-            return super().getattr(obj, attribute)
-
-        def getitem(self, obj: Any, argument: Any) -> Any:
-            if isinstance(obj, _Env) and argument in obj._hidden:
-                return self.undefined(_hidden_env(argument), obj=obj, name=argument)
-            return super().getitem(obj, argument)
-
-        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-            _estimate_binop(operator, left, right)
-            return _sized(super().call_binop(context, operator, left, right))
-
-        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
-            _step()
-            replaced = _str_method_check(__obj, args, kwargs)
-            if replaced is not None:
-                args = replaced
-            return _sized(super().call(__context, __obj, *args, **kwargs))
-
-        def sb_concat(self, parts: tuple) -> str:
-            texts = [str(p) for p in parts]
-            _at_most(sum(len(t) for t in texts), "joining texts with ~")
-            return "".join(texts)
-
-        def sb_step(self) -> None:
-            """Called at the start of every loop turn and macro call (the
-            call itself counts the step)."""
-
-    env = Sandbox(undefined=_undefined_class(), autoescape=False, loader=None,
-                  auto_reload=False, keep_trailing_newline=True, cache_size=0)
-    env.globals.pop("lipsum", None)  # makes pages of text from a number
-    checks = _filter_checks()
-    env.filters = {name: _bounded_filter(name, fn, checks.get(name))
-                   for name, fn in env.filters.items()}
-    return env
-
-
-# -- compiling --------------------------------------------------------------------
-
-class Compiled:
-    """One template, compiled: shared by every param with the same text."""
-
-    __slots__ = ("text", "template", "native", "roots")
-
-    def __init__(self, text: str, template: Template, native: bool, roots: frozenset[str]):
-        self.text = text
-        self.template = template
-        self.native = native  # one expression: the result is its own value
-        self.roots = roots  # which of msg, env, flow, global it reads
-
-
-def _syntax_text(exc: Any) -> str:
-    line = f" (line {exc.lineno})" if getattr(exc, "lineno", None) and "\n" in (exc.source or "") \
-        else ""
-    return f"template syntax: {exc.message}{line}"
-
-
-@lru_cache(maxsize=512)
-def compile_template(text: str) -> Compiled:
-    """Compile a template (cached by text). Raises ExpressionError with the
-    problem, without the param's name."""
-    from jinja2 import TemplateSyntaxError, meta, nodes
-
-    if not isinstance(text, str):
-        raise ExpressionError("an expression must be text")
-    if len(text) > MAX_TEMPLATE_CHARS:
-        raise ExpressionError(f"the template has {len(text)} characters, more than the "
-                              f"{MAX_TEMPLATE_CHARS} allowed")
-    env = sandbox()
-    stripped = text.strip()
+def user_env_readable() -> tuple[tuple[str, ...], str]:
+    """The ``env_readable`` names of the user's settings file (data dir,
+    ``settings.json``), read again only when it changed, and what is wrong
+    with the file ("" if nothing)."""
+    path: Path = data_dir() / SETTINGS_FILE
     try:
-        ast = env.parse(text)
-    except TemplateSyntaxError as exc:
-        raise ExpressionError(_syntax_text(exc)) from None
-    _check_tree(ast)
+        st = path.stat()
+    except FileNotFoundError:
+        return (), ""
+    except OSError as exc:
+        return (), f"cannot read {path}: {exc.strerror}"
+    stamp = (st.st_mtime_ns, st.st_size)
+    hit = _settings_cache.get(str(path))
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    result = _read_settings(path, st.st_size)
+    _settings_cache[str(path)] = (stamp, result)
+    return result
+
+
+def _read_settings(path: Path, size: int) -> tuple[tuple[str, ...], str]:
+    if size > SETTINGS_MAX_BYTES:
+        return (), f"{path} is {size} bytes, more than {SETTINGS_MAX_BYTES}"
     try:
-        names = meta.find_undeclared_variables(ast)
-    except TemplateSyntaxError as exc:  # an unknown filter or test
-        raise ExpressionError(_syntax_text(exc)) from None
-    unknown = sorted(n for n in names if n not in ROOTS and n not in env.globals)
-    if unknown:
-        name = unknown[0]
-        hint = f" (did you mean msg.{name}?)" if name in ("payload", "topic") else ""
-        raise ExpressionError(f"unknown name '{name}'{hint}: a template reads msg, env, flow "
-                              "and global")
-    roots = frozenset(n for n in names if n in ROOTS)
-    native_expr = None
-    if stripped.startswith("{{") and stripped.endswith("}}"):
-        body = ast.body if stripped == text else env.parse(stripped).body
-        if len(body) == 1 and isinstance(body[0], nodes.Output) and len(body[0].nodes) == 1 \
-                and not isinstance(body[0].nodes[0], nodes.TemplateData):
-            native_expr = body[0].nodes[0]
-    _add_steps(ast)
-    try:
-        if native_expr is not None:
-            tree = nodes.Template([nodes.Assign(nodes.Name("result", "store"), native_expr,
-                                                lineno=1)], lineno=1)
-            tree.set_environment(env)
-            template = env.from_string(tree)
-        else:
-            template = env.from_string(ast)
-    except TemplateSyntaxError as exc:  # found only when compiling (an unknown filter)
-        raise ExpressionError(_syntax_text(exc)) from None
-    except _Bound as exc:  # a constant part broke a bound while Jinja folded it
-        raise ExpressionError(str(exc)) from None
-    return Compiled(text, template, native_expr is not None, roots)
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return (), f"cannot read {path}: {exc}"
+    if not isinstance(data, dict):
+        return (), f"{path} must hold a JSON object"
+    names = data.get("env_readable", [])
+    if not isinstance(names, list):
+        return (), f"{path}: env_readable must be a list of names"
+    if len(names) > MAX_ENV_READABLE:
+        return (), f"{path}: env_readable has more than {MAX_ENV_READABLE} names"
+    for i, name in enumerate(names):
+        why = env_pattern_problem(name)
+        if why:
+            return (), f"{path}: env_readable[{i}]: {why}"
+    return tuple(names), ""
 
 
-def _check_tree(ast: Any) -> None:
-    from jinja2 import nodes
+def flow_env_readable(flow: Any) -> tuple[str, ...]:
+    """The names a flow's ``settings.env_readable`` makes readable."""
+    settings = getattr(flow, "settings", None)
+    return tuple(getattr(settings, "env_readable", None) or ())
 
-    for node in ast.find_all((nodes.Include, nodes.Import, nodes.FromImport, nodes.Extends)):
-        raise ExpressionError("a template cannot include, import or extend another template "
-                              f"(line {node.lineno})")
-    for node in ast.find_all(nodes.Getattr):
-        if node.attr.startswith("__"):
-            raise ExpressionError(f"'{node.attr}' is not reachable from a template: names "
-                                  "starting with __ are internals")
-    for node in ast.find_all(nodes.Getitem):
-        arg = node.arg
-        if isinstance(arg, nodes.Const) and isinstance(arg.value, str) \
-                and arg.value.startswith("__"):
-            raise ExpressionError(f"'{arg.value}' is not reachable from a template: names "
-                                  "starting with __ are internals")
-
-
-def _add_steps(ast: Any) -> None:
-    """Count a step at the start of every loop turn, macro call and call
-    block, so that nested loops over data end at MAX_STEPS however little
-    they do each turn."""
-    from jinja2 import nodes
-
-    for node in list(ast.find_all((nodes.For, nodes.Macro, nodes.CallBlock))):
-        tick = nodes.ExprStmt(nodes.Call(nodes.EnvironmentAttribute("sb_step"), [], [], None,
-                                         None), lineno=node.lineno)
-        tick.set_lineno(node.lineno)
-        node.body.insert(0, tick)
-
-
-# -- what a template sees ---------------------------------------------------------
 
 def hidden_env_names(flow: Any, registry: Any) -> frozenset[str]:
     """The environment variables a template of this flow may not read: every
@@ -611,11 +731,865 @@ def hidden_env_names(flow: Any, registry: Any) -> frozenset[str]:
     return frozenset(hidden)
 
 
-def template_env(hidden: frozenset[str] = frozenset()) -> _Env:
-    """The ``env`` a template sees: os.environ without the hidden names."""
-    names = hidden | {k for k in os.environ if SECRET_NAME.search(k)}
-    return _Env({k: v for k, v in os.environ.items() if k not in names}, frozenset(names))
+def template_env(hidden: frozenset[str] = frozenset(), readable: Iterable[str] = ()) -> _Env:
+    """The ``env`` a template sees: the variables set in this process that
+    are readable (DEFAULT_READABLE_ENV, the user's settings, and
+    ``readable``: the flow's settings.env_readable) and neither named by a
+    secret param (``hidden``) nor named like a secret (SECRET_NAME)."""
+    user, problem = user_env_readable()
+    allowed = _readable((*DEFAULT_READABLE_ENV, *user, *readable))
+    return _Env({k: v for k, v in os.environ.items()
+                 if allowed(k) and k not in hidden and not SECRET_NAME.search(k)},
+                hidden, allowed, problem)
 
+
+# -- bounded operators, calls and filters ----------------------------------------
+
+_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "**": operator.pow}
+
+
+def _items(seq: Any) -> int:
+    """What the items of a text or list weigh (the list itself aside)."""
+    return len(seq) if isinstance(seq, (str, bytes)) else _weight(seq) - 1
+
+
+def _short(n: int) -> str:
+    return str(n) if -10 ** 12 < n < 10 ** 12 else f"a number of {_int_weight(n)} digits"
+
+
+def _binop(op: str, left: Any, right: Any) -> Any:
+    """``left op right``, with its size (texts, lists) or digits (whole
+    numbers) checked before it is worked out."""
+    lt, rt = type(left), type(right)
+    if lt is int and rt is int:
+        if op == "**":
+            if right > 0 and (left > 1 or left < -1) \
+                    and (left.bit_length() - 1) * right >= _INT_BITS:
+                raise _Bound(f"{_short(left)} ** {_short(right)} would be a whole number of more "
+                             f"than {MAX_INT_DIGITS} digits, the most a template may make")
+        elif op == "*" and left.bit_length() + right.bit_length() - 1 > _INT_BITS:
+            raise _Bound(f"{_short(left)} * {_short(right)} would be a whole number of more than "
+                         f"{MAX_INT_DIGITS} digits, the most a template may make")
+        result = _OPS[op](left, right)
+        if type(result) is int:
+            _check_int(result)
+        return result
+    if op == "*":
+        for seq, n in ((left, right), (right, left)):
+            if type(n) is int and isinstance(seq, (str, list, tuple, bytes)):
+                _at_most(_items(seq) * max(n, 0), "repeating a text or list")
+                result = left * right
+                _charge_made(result, len(result))
+                return result
+    elif op == "+":
+        if isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
+            _at_most(_items(left) + _items(right), "joining two texts or lists")
+            result = left + right
+            _charge_made(result, len(result))
+            return result
+    elif op == "%" and isinstance(left, str):
+        _percent_check(left, right)
+        result = left % right
+        _charge_made(result, len(result))
+        return result
+    result = _OPS[op](left, right)
+    if type(result) is int:
+        _check_int(result)
+    return result
+
+
+_PERCENT_REST = re.compile(r"[-#0 +]*(\*|\d+)?(?:\.(\*|\d*))?[hlL]?(.?)", re.DOTALL)
+
+
+def _percent_fields(fmt: str) -> Iterable[tuple[str | None, str | None, str | None, str]]:
+    """(mapping key, width, precision, conversion) of each % field of a
+    format, read as Python reads them (a key's parentheses nest)."""
+    i, n = 0, len(fmt)
+    while True:
+        i = fmt.find("%", i)
+        if i < 0:
+            return
+        i += 1
+        key = None
+        if i < n and fmt[i] == "(":
+            depth, j = 1, i + 1
+            while j < n and depth:
+                if fmt[j] == "(":
+                    depth += 1
+                elif fmt[j] == ")":
+                    depth -= 1
+                j += 1
+            key, i = fmt[i + 1:j - 1], j
+        m = _PERCENT_REST.match(fmt, i)
+        assert m is not None  # every part of the pattern is optional
+        i = m.end()
+        yield key, m.group(1), m.group(2), m.group(3)
+
+
+def _room(digits: str | None, star: Any) -> int:
+    if digits == "*":
+        return abs(star) if type(star) is int else 0
+    if not digits:
+        return 0
+    return int(digits) if len(digits) <= 18 else 10 ** 18
+
+
+def _percent_check(fmt: str, args: Any) -> None:
+    """``fmt % args`` would make at most MAX_VALUE characters: each field
+    counts its width, its precision and its value's text, named fields
+    (``%(name)400000000s``) and repeated ones included."""
+    _charge(len(fmt) >> 4)
+    positional = list(args) if isinstance(args, tuple) else [args]
+    mapping = args if isinstance(args, Mapping) else None
+    total, i = len(fmt), 0
+    for key, width, precision, conversion in _percent_fields(fmt):
+        if conversion == "%":
+            continue
+        room = 0
+        for part in (width, precision):
+            star = None
+            if part == "*":
+                star = positional[i] if i < len(positional) else None
+                i += 1
+            room += _room(part, star)
+        if key is not None:
+            value = mapping.get(key) if mapping is not None else None
+        else:
+            value = positional[i] if i < len(positional) else None
+            i += 1
+        total += room + _as_text(value, "the %-format")
+        if total > MAX_VALUE:
+            break
+    _at_most(total, "the %-format")
+
+
+_FORMATTER = string.Formatter()
+_FIELD_HEAD = re.compile(r"[^.\[]*")
+_DIGITS = re.compile(r"\d+")
+
+
+def _format_check(fmt: str, args: tuple, kwargs: Mapping) -> None:
+    """``fmt.format(*args, **kwargs)`` would make at most MAX_VALUE
+    characters: each field counts its width, precision and value's text
+    (``'{0}{0}{0}'`` counts the value three times). A field whose spec holds
+    another field (``{:>{w}}``) is refused: its width is known only while
+    formatting."""
+    _charge(len(fmt) >> 4)
+    try:
+        fields = list(_FORMATTER.parse(fmt))
+    except ValueError:
+        return  # format() says what is wrong
+    _charge(_FORMAT_FIELD * len(fields))  # the sandbox's formatter: Python, field by field
+    total, auto = 0, 0
+    for literal, field, spec, _conversion in fields:
+        total += len(literal)
+        if field is None:
+            continue
+        if spec and "{" in spec:
+            raise _Bound("a format field with a nested field ({:>{w}}) is not allowed in a "
+                         "template")
+        head = _FIELD_HEAD.match(field).group()  # type: ignore[union-attr]
+        if not head:
+            value = args[auto] if auto < len(args) else None
+            auto += 1
+        elif head.isdigit():
+            k = int(head) if len(head) < 7 else -1
+            value = args[k] if 0 <= k < len(args) else None
+        else:
+            value = kwargs.get(head) if isinstance(kwargs, Mapping) else None
+        room = sum(_room(d, None) for d in _DIGITS.findall(spec or ""))
+        total += room + _as_text(value, "format()")
+        if total > MAX_VALUE:
+            break
+    _at_most(total, "format()")
+
+
+def _call_check(fn: Any, args: tuple, kwargs: dict) -> tuple | None:
+    """Checks a call of a method of a str (the ones that can build much more
+    than they are given) before it runs, and counts the text or container it
+    is called on as work. Returns the arguments to call with, when they had
+    to be read first (join of a generator)."""
+    self = getattr(fn, "__self__", None)
+    wrapped = getattr(fn, "__wrapped__", None)
+    if wrapped is not None and not isinstance(self, (str, bytes)):
+        self = getattr(wrapped, "__self__", self)  # the sandbox's wrapper of str.format
+    if isinstance(self, (list, tuple, dict)):
+        _charge(len(self) >> 4)  # index(), count(): a scan in C
+        return None
+    if not isinstance(self, (str, bytes)):
+        return None
+    _charge(len(self) >> 4)
+    name = getattr(fn, "__name__", "")
+    if name in ("center", "ljust", "rjust", "zfill"):
+        width = _int(args[0]) if args else _int(kwargs.get("width"))
+        if width is not None:
+            _at_most(width, f"{name}()")
+    elif name == "expandtabs":
+        size = _int(args[0]) if args else _int(kwargs.get("tabsize", 8))
+        tab = "\t" if isinstance(self, str) else b"\t"
+        _at_most(len(self) + self.count(tab) * max(size or 0, 0), "expandtabs()")  # type: ignore[arg-type]
+    elif name == "replace" and len(args) >= 2:
+        old, new = args[0], args[1]
+        if isinstance(old, type(self)) and isinstance(new, type(self)):
+            times = self.count(old) if old else len(self) + 1  # type: ignore[arg-type]
+            if len(args) > 2 and _int(args[2]) is not None and args[2] >= 0:
+                times = min(times, args[2])
+            _at_most(len(self) + times * len(new), "replace()")
+    elif name == "join" and args:
+        items = args[0] if isinstance(args[0], (list, tuple, str)) else _listed(args[0])
+        _at_most(len(items) * len(self) + sum(_as_text(x, "join()") for x in items), "join()")
+        return (items, *args[1:])
+    elif name == "translate" and args and isinstance(args[0], dict):
+        longest = max((_size(v) for v in args[0].values()), default=1)
+        _at_most(len(self) * max(longest, 1), "translate()")
+    elif name == "format" and isinstance(self, str):
+        _format_check(self, args, kwargs)
+    elif name == "format_map" and isinstance(self, str) and args:
+        _format_check(self, (), args[0])
+    return None
+
+
+def _listed(items: Any) -> list:
+    """An iterable read into a list, at most MAX_VALUE items of it."""
+    out = []
+    for x in items:
+        out.append(x)
+        if len(out) > MAX_VALUE:
+            raise _Bound(f"more than {MAX_VALUE} items, more than a template may build")
+    _charge(len(out) >> 1)
+    return out
+
+
+def _filter_checks() -> dict[str, Callable[..., tuple | None]]:
+    """Per filter: a check of its arguments (without the environment or
+    context a filter may be passed) before it runs."""
+
+    def center(value: Any, width: Any = 80, *_: Any, **__: Any) -> None:
+        if _int(width) is not None:
+            _at_most(width, "center")
+
+    def indent(s: Any, width: Any = 4, *_: Any, **__: Any) -> None:
+        text = _text_of(s, "indent")
+        lines = text.count("\n") + 1
+        per = _int(width) if _int(width) is not None else _size(width)
+        _at_most(len(text) + lines * max(per or 0, 0), "indent")
+
+    def replace(s: Any, old: Any, new: Any, count: Any = None, **__: Any) -> None:
+        s, old, new = (_text_of(x, "replace") for x in (s, old, new))
+        times = s.count(old) if old else len(s) + 1
+        if _int(count) is not None and count >= 0:
+            times = min(times, count)
+        _at_most(len(s) + times * len(new), "replace")
+
+    def wordwrap(s: Any, width: Any = 79, _b: Any = True, wrapstring: Any = None,
+                 *_: Any, **kw: Any) -> None:
+        wrap = kw.get("wrapstring", wrapstring)
+        w = max(_int(kw.get("width", width)) or 1, 1)
+        n = len(_text_of(s, "wordwrap"))
+        _at_most(n + (n // w + 1) * _size(wrap or "\n"), "wordwrap")
+        _charge(40 * (n // w))  # each line costs Python's textwrap tens of units
+
+    def batch(value: Any, linecount: Any = 1, fill_with: Any = None, **__: Any) -> None:
+        if _int(linecount) is not None:
+            _at_most(linecount * max(_weight(fill_with), 1), "batch")
+
+    def slice_(value: Any, slices: Any = 1, fill_with: Any = None, **__: Any) -> None:
+        if _int(slices) is not None:
+            _at_most(slices * max(_weight(fill_with), 1), "slice")
+
+    def format_(value: Any, *args: Any, **kwargs: Any) -> None:
+        # The format filter is ``value % (kwargs or args)``.
+        if isinstance(value, str):
+            _percent_check(value, kwargs or args)
+
+    def tojson(value: Any, indent: Any = None, **__: Any) -> None:
+        size = _int(indent) if _int(indent) is not None else _size(indent)
+        if indent is not None and size > MAX_JSON_INDENT:
+            raise _Bound(f"tojson indent of more than {MAX_JSON_INDENT}")
+        weight, depth = _deep(value) if _is_deep(value) else (_weight(value), 1)
+        # Indented, every item starts a line as deep as it is nested.
+        _at_most(weight * (1 + (size or 0) * depth) if indent is not None else weight, "tojson")
+
+    def pprint(value: Any, *_: Any, **__: Any) -> None:
+        weight, depth = _deep(value) if _is_deep(value) else (_weight(value), 1)
+        _at_most(weight * (depth + 2), "pprint")
+
+    def join(value: Any, d: Any = "", attribute: Any = None, **__: Any) -> tuple | None:
+        items = value if isinstance(value, (list, tuple, str, dict)) else _listed(value)
+        _at_most(len(items) * len(_text_of(d, "join")) + sum(_as_text(x, "join") for x in items),
+                 "join")
+        return (items, d, attribute) if items is not value else None
+
+    return {"center": center, "indent": indent, "replace": replace, "wordwrap": wordwrap,
+            "batch": batch, "slice": slice_, "format": format_, "tojson": tojson,
+            "pprint": pprint, "join": join}
+
+
+#: What a filter costs in units of work (MAX_WORK), per character or item
+#: of the value it is given: (what is counted, units for each). "chars":
+#: the characters of a text (a list's items otherwise); "items": the
+#: top-level items; "text": everything through the nesting (the size of its
+#: text, refused past MAX_VALUE); "sort": items and text. Measured: a unit is
+#: about what Python does for one item of a filter's own loop; C's work on
+#: text runs 16 characters to the unit, and regular expressions with Python
+#: in them (title, wordwrap, urlize) take a unit or more per character.
+_FILTER_COST: dict[str, tuple[str, float]] = {
+    **dict.fromkeys(("abs", "attr", "count", "d", "default", "first", "last", "length",
+                     "random", "round", "safe", "filesizeformat", "float", "int"),
+                    ("free", 0)),
+    **dict.fromkeys(("capitalize", "center", "escape", "e", "forceescape", "indent", "lower",
+                     "upper", "replace", "reverse", "trim", "truncate", "list", "format"),
+                    ("chars", 1 / 16)),
+    "striptags": ("chars", 1 / 8), "wordcount": ("chars", 1 / 2), "title": ("chars", 2),
+    "wordwrap": ("chars", 2), "urlize": ("chars", 6), "urlencode": ("text", 1),
+    **dict.fromkeys(("sum", "batch", "slice", "map", "select", "reject", "selectattr",
+                     "rejectattr"), ("items", 1)),
+    "items": ("items", 2), "min": ("items", 3), "max": ("items", 3), "unique": ("items", 4),
+    "groupby": ("items", 12), "xmlattr": ("text", 16),
+    "string": ("text", 1), "tojson": ("text", 1), "join": ("text", 2), "pprint": ("text", 16),
+    "sort": ("sort", 8), "dictsort": ("sort", 8),
+}
+#: Filters that make a text of what they are given (str() of a list).
+_TEXT_INPUT = frozenset({"capitalize", "center", "escape", "e", "forceescape", "indent",
+                         "lower", "upper", "replace", "trim", "truncate", "striptags",
+                         "wordcount", "title", "wordwrap", "urlize", "format", "safe"})
+_FILTER_CALL = 4  # units of any filter, whatever it is given
+_CALL = 32  # units of a call through the sandbox (a method, dict(), a macro's own)
+_LOOKUP = 24  # units of an attribute the sandbox looks up (not a key of the data)
+_TEST_CALL = 4  # units of a test (select() calls one for each item)
+_FORMAT_FIELD = 16  # units of a field of str.format() in the sandbox
+_MACRO_CALL = 100  # units of a macro call or call block: Jinja's costliest step
+
+
+def _bounded_filter(name: str, fn: Callable[..., Any],
+                    check: Callable[..., tuple | None] | None) -> Callable[..., Any]:
+    pass_arg = getattr(fn, "jinja_pass_arg", None)
+    kind, per = _FILTER_COST.get(name, ("items", 1))
+    text_input = name in _TEXT_INPUT
+
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        _step()
+        lead, core = (args[:1], args[1:]) if pass_arg is not None else ((), args)
+        if check is not None:
+            replaced = check(*core, **kwargs)
+            if replaced is not None:
+                args = (*lead, *replaced)
+                core = replaced
+        value = core[0] if core else None
+        work = _FILTER_CALL
+        if text_input and _is_deep(value):  # the filter makes its text first
+            work += _as_text(value, f"the {name} filter")
+        if kind == "chars" or kind == "items":
+            work += int(per * _size(value))
+        elif kind == "text":
+            work += int(per * _as_text(value, f"the {name} filter"))
+        elif kind == "sort":
+            work += int(per * _size(value)) + _weight(value)
+        _charge(work)
+        result = fn(*args, **kwargs)
+        return _sized(result, f"the {name} filter made a value", charge=result is not value)
+
+    bounded.__name__ = getattr(fn, "__name__", name)
+    if pass_arg is not None:
+        bounded.jinja_pass_arg = pass_arg  # type: ignore[attr-defined]
+    return bounded
+
+
+def _bounded_test(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A test (``x is in y``, ``select('==', z)``) counts the values it
+    compares as work: a filter may call it once per item."""
+    pass_arg = getattr(fn, "jinja_pass_arg", None)
+
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        work = _TEST_CALL
+        for a in args:
+            t = type(a)
+            if t is list or t is dict or t is tuple:
+                work += _weight(a) >> 4  # `in`, `==`: a scan in C
+            elif t is str:
+                work += len(a) >> 6
+        _charge(work)
+        return fn(*args, **kwargs)
+
+    bounded.__name__ = getattr(fn, "__name__", "test")
+    if pass_arg is not None:
+        bounded.jinja_pass_arg = pass_arg  # type: ignore[attr-defined]
+    return bounded
+
+
+def _finalize(value: Any) -> Any:
+    """Every ``{{ value }}`` written out: a container's text is sized before
+    it is made."""
+    t = type(value)
+    if t is str or t is int or t is float or t is bool or value is None:
+        return value
+    if _is_deep(value):
+        _charge(_as_text(value, "writing out a value"))  # str() of it: a unit an item
+    return value
+
+
+def _concat(parts: Iterable[str]) -> str:
+    """The text of a macro, a call or filter block, or a ``{% set %}`` block,
+    checked before it is joined."""
+    if type(parts) is not list:
+        parts = _listed(parts)
+    total = 0
+    for p in parts:
+        total += len(p)
+    _at_most(total, "the text of a block or macro")
+    _charge(total >> 4)
+    return "".join(parts)
+
+
+# -- the environments ---------------------------------------------------------------
+
+_env_lock = threading.Lock()
+_environment: Any = None
+_text_environment: Any = None
+
+
+def sandbox() -> Any:
+    """The sandboxed Jinja2 environment of expressions (made on first use:
+    importing jinja2 costs ~30 ms most runs never need)."""
+    global _environment
+    if _environment is None:
+        with _env_lock:
+            if _environment is None:
+                _environment = _make_environment(text=False)
+    return _environment
+
+
+def text_sandbox() -> Any:
+    """The Template node's environment: the same sandbox and bounds; a
+    missing key reads as empty text."""
+    global _text_environment
+    if _text_environment is None:
+        with _env_lock:
+            if _text_environment is None:
+                _text_environment = _make_environment(text=True)
+    return _text_environment
+
+
+def _make_environment(*, text: bool) -> Any:
+    global _NAMESPACE
+    from jinja2 import ChainableUndefined, nodes
+    from jinja2.compiler import CodeGenerator, operators, optimizeconst
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from jinja2.utils import Namespace
+
+    _NAMESPACE = Namespace
+
+    class BoundedCodeGenerator(CodeGenerator):
+        # `a ~ b`, list, tuple and dict literals, and the two sides of a
+        # comparison go through the environment, so that what they build or
+        # compare is sized (Jinja writes them as Python's own).
+        def visit_Concat(self, node: Any, frame: Any) -> None:  # noqa: N802 - Jinja's visitor
+            self.write("environment.sb_concat((")
+            for arg in node.nodes:
+                self.visit(arg, frame)
+                self.write(", ")
+            self.write("))")
+
+        def _literal(self, visit: Any, node: Any, frame: Any, items: list) -> None:
+            if all(isinstance(x, nodes.Const) for x in items):
+                visit(self, node, frame)
+                return
+            self.write("environment.sb_built(")
+            visit(self, node, frame)
+            self.write(")")
+
+        def visit_List(self, node: Any, frame: Any) -> None:  # noqa: N802
+            self._literal(CodeGenerator.visit_List, node, frame, node.items)
+
+        def visit_Tuple(self, node: Any, frame: Any) -> None:  # noqa: N802
+            if node.ctx != "load":  # a loop's or a set's targets
+                CodeGenerator.visit_Tuple(self, node, frame)
+                return
+            self._literal(CodeGenerator.visit_Tuple, node, frame, node.items)
+
+        def visit_Dict(self, node: Any, frame: Any) -> None:  # noqa: N802
+            self._literal(CodeGenerator.visit_Dict, node, frame,
+                          [x for pair in node.items for x in (pair.key, pair.value)])
+
+        def _operand(self, node: Any, frame: Any) -> None:
+            if isinstance(node, nodes.Const):
+                self.visit(node, frame)
+                return
+            self.write("environment.sb_compared(")
+            self.visit(node, frame)
+            self.write(")")
+
+        def visit_ExprStmt(self, node: Any, frame: Any) -> None:  # noqa: N802
+            if isinstance(node.node, nodes.EnvironmentAttribute) \
+                    and node.node.name in ("sb_step", "sb_call_step"):
+                # The step of a loop turn or macro call (_add_steps): a plain
+                # call, not one through the sandbox's call().
+                self.newline(node)
+                self.write(f"environment.{node.node.name}({getattr(node, 'sb_cost', 1)})")
+                return
+            CodeGenerator.visit_ExprStmt(self, node, frame)
+
+        @optimizeconst
+        def visit_Compare(self, node: Any, frame: Any) -> None:  # noqa: N802
+            self.write("(")
+            self._operand(node.expr, frame)
+            for op in node.ops:
+                self.write(f" {operators[op.op]} ")
+                self._operand(op.expr, frame)
+            self.write(")")
+
+    class Sandbox(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset(_OPS)
+        code_generator_class = BoundedCodeGenerator
+        concat = staticmethod(_concat)  # joins the text of blocks and macros
+
+        def getattr(self, obj: Any, attribute: str) -> Any:
+            if type(obj) is Namespace:
+                # What a template stored: read at once (Jinja's own checks of
+                # a namespace's attribute take tens of microseconds).
+                attrs = obj._Namespace__attrs
+                if attribute in attrs:
+                    return attrs[attribute]
+            # A key of the data wins over a dict method: msg.payload.items is
+            # the order's items, not dict.items.
+            if isinstance(obj, dict):
+                if attribute in obj:
+                    return obj[attribute]
+                if isinstance(obj, _Env) and attribute not in _DICT_METHODS:
+                    why = obj.why_not(attribute)
+                    if why:
+                        return self.undefined(why, obj=obj, name=attribute)
+            _charge(_LOOKUP)
+            return super().getattr(obj, attribute)
+
+        def getitem(self, obj: Any, argument: Any) -> Any:
+            t = type(obj)
+            if t is dict or t is list:
+                try:
+                    return obj[argument]
+                except (KeyError, IndexError, TypeError):
+                    pass
+            if isinstance(obj, _Env) and argument not in obj:
+                why = obj.why_not(argument)
+                if why:
+                    return self.undefined(why, obj=obj, name=argument)
+            _charge(_LOOKUP)
+            return super().getitem(obj, argument)
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            return _binop(operator, left, right)
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+            _step()
+            replaced = _call_check(__obj, args, kwargs)
+            if replaced is not None:
+                args = replaced
+            _charge(_CALL)
+            result = super().call(__context, __obj, *args, **kwargs)
+            if __obj is dict or __obj is Namespace:  # built from what it was given
+                return _built(result, "dict() or namespace()")
+            # What a method of a list or dict gives is found there, not made.
+            return _sized(result, charge=not isinstance(getattr(__obj, "__self__", None),
+                                                        (list, tuple, dict)))
+
+        def sb_concat(self, parts: tuple) -> str:
+            total, work = 0, 0
+            for p in parts:
+                if type(p) is str:
+                    total += len(p)
+                else:
+                    n = _as_text(p, "joining texts with ~")
+                    total += n
+                    work += n if _is_deep(p) else 0  # str() of a list: a unit an item
+            _at_most(total, "joining texts with ~")
+            _charge(work + (total >> 4))
+            return "".join([p if type(p) is str else str(p) for p in parts])
+
+        def sb_built(self, value: Any) -> Any:
+            return _built(value, "a list or mapping")
+
+        def sb_compared(self, value: Any) -> Any:
+            # Comparing runs in C: 64 characters or 8 items to the unit.
+            t = type(value)
+            if t is str:
+                if len(value) > 1024:
+                    _charge(len(value) >> 6)
+            elif t is list or t is dict or t is tuple:
+                _charge(_weight(value) >> 3)
+            return value
+
+        def sb_step(self, cost: int = 1) -> None:
+            """Called at the start of every loop turn, with what its body
+            costs."""
+            _step()
+            if cost > 1:
+                _charge(cost)
+
+        def sb_call_step(self, cost: int = 1) -> None:
+            """Called at the start of every macro call and call block."""
+            _step()
+            _charge(_MACRO_CALL + cost)
+
+    env = Sandbox(undefined=ChainableUndefined if text else _undefined_class(),
+                  autoescape=False, loader=None, auto_reload=False, keep_trailing_newline=True,
+                  cache_size=0, finalize=_finalize)
+    env.globals.pop("lipsum", None)  # makes pages of text from a number
+    checks = _filter_checks()
+    env.filters = {name: _bounded_filter(name, fn, checks.get(name))
+                   for name, fn in env.filters.items()}
+    env.tests = {name: _bounded_test(fn) for name, fn in env.tests.items()}
+    return env
+
+
+# -- compiling --------------------------------------------------------------------
+
+class Compiled:
+    """One template, compiled: shared by every param with the same text."""
+
+    __slots__ = ("text", "template", "native", "roots")
+
+    def __init__(self, text: str, template: Template, native: bool, roots: frozenset[str]):
+        self.text = text
+        self.template = template
+        self.native = native  # one expression: the result is its own value
+        self.roots = roots  # which of msg, env, flow, global it reads
+
+
+def _syntax_text(exc: Any) -> str:
+    line = f" (line {exc.lineno})" if getattr(exc, "lineno", None) and "\n" in (exc.source or "") \
+        else ""
+    return f"template syntax: {exc.message}{line}"
+
+
+_TOO_DEEP = "the template nests too deeply"
+
+
+@lru_cache(maxsize=512)
+def compile_template(text: str) -> Compiled:
+    """Compile an expression's template (cached by text). Raises
+    ExpressionError with the problem, without the param's name."""
+    return _compile(text, text_mode=False)
+
+
+@lru_cache(maxsize=256)
+def compile_text_template(text: str) -> Compiled:
+    """Compile a Template node's template (cached by text): its names are
+    the message's keys and ``msg``. Raises ExpressionError."""
+    return _compile(text, text_mode=True)
+
+
+def _compile(text: str, *, text_mode: bool) -> Compiled:
+    from jinja2 import TemplateSyntaxError, meta, nodes
+
+    if not isinstance(text, str):
+        raise ExpressionError("an expression must be text")
+    limit = MAX_TEXT_TEMPLATE_CHARS if text_mode else MAX_TEMPLATE_CHARS
+    if len(text) > limit:
+        raise ExpressionError(f"the template has {len(text)} characters, more than the "
+                              f"{limit} allowed")
+    env = text_sandbox() if text_mode else sandbox()
+    stripped = text.strip()
+    try:
+        ast = env.parse(text)
+        _check_tree(ast, internals=not text_mode)
+        names = meta.find_undeclared_variables(ast)  # also finds an unknown filter or test
+    except TemplateSyntaxError as exc:
+        raise ExpressionError(_syntax_text(exc)) from None
+    except RecursionError:
+        raise ExpressionError(_TOO_DEEP) from None
+    except (ValueError, OverflowError) as exc:  # a number of more than 4,300 digits
+        raise ExpressionError(f"template syntax: {exc}") from None
+    roots: frozenset[str] = frozenset()
+    native_expr = None
+    if not text_mode:
+        unknown = sorted(n for n in names if n not in ROOTS and n not in env.globals)
+        if unknown:
+            name = unknown[0]
+            hint = f" (did you mean msg.{name}?)" if name in ("payload", "topic") else ""
+            raise ExpressionError(f"unknown name '{name}'{hint}: a template reads msg, env, "
+                                  "flow and global")
+        roots = frozenset(n for n in names if n in ROOTS)
+        if stripped.startswith("{{") and stripped.endswith("}}"):
+            body = ast.body if stripped == text else env.parse(stripped).body
+            if len(body) == 1 and isinstance(body[0], nodes.Output) \
+                    and len(body[0].nodes) == 1 \
+                    and not isinstance(body[0].nodes[0], nodes.TemplateData):
+                native_expr = body[0].nodes[0]
+    _check_constants(ast, env, text)
+    _add_steps(ast)
+    try:
+        if native_expr is not None:
+            tree = nodes.Template([nodes.Assign(nodes.Name("result", "store"), native_expr,
+                                                lineno=1)], lineno=1)
+            tree.set_environment(env)
+            template = env.from_string(tree)
+        else:
+            template = env.from_string(ast)
+    except TemplateSyntaxError as exc:  # found only when compiling
+        raise ExpressionError(_syntax_text(exc)) from None
+    except _Bound as exc:  # a constant part broke a bound while Jinja folded it
+        raise ExpressionError(str(exc)) from None
+    except RecursionError:
+        raise ExpressionError(_TOO_DEEP) from None
+    return Compiled(text, template, native_expr is not None, roots)
+
+
+def _check_tree(ast: Any, *, internals: bool) -> None:
+    from jinja2 import nodes
+
+    for node in ast.find_all((nodes.Include, nodes.Import, nodes.FromImport, nodes.Extends)):
+        raise ExpressionError("a template cannot include, import or extend another template "
+                              f"(line {node.lineno})")
+    if not internals:
+        return  # the Template node's: reaching one gives nothing (the sandbox says so)
+    for node in ast.find_all(nodes.Getattr):
+        if node.attr.startswith("__"):
+            raise ExpressionError(f"'{node.attr}' is not reachable from a template: names "
+                                  "starting with __ are internals")
+    for node in ast.find_all(nodes.Getitem):
+        arg = node.arg
+        if isinstance(arg, nodes.Const) and isinstance(arg.value, str) \
+                and arg.value.startswith("__"):
+            raise ExpressionError(f"'{arg.value}' is not reachable from a template: names "
+                                  "starting with __ are internals")
+
+
+_NO = object()  # not a constant
+
+
+def _check_constants(ast: Any, env: Any, text: str) -> None:
+    """Work out the constant parts of a template (``2 ** 999999``,
+    ``'x' * 400000000``, ``'{:>400000000}'.format('x')``) under the render's
+    bounds, so that one that cannot be built is an error of the template,
+    found when the flow is checked rather than when a message comes. Other
+    errors of a constant (``1 / 0``) are left to the render, which names
+    them."""
+    from jinja2 import nodes
+    from jinja2.nodes import EvalContext
+
+    memo: dict[int, Any] = {}
+    eval_ctx = EvalContext(env)
+
+    def attempt(work: Callable[[], Any]) -> Any:
+        try:
+            return work()
+        except _Bound:
+            raise
+        except Exception:  # noqa: BLE001 - the render will say what is wrong
+            return _NO
+
+    def fold(node: Any) -> Any:
+        key = id(node)
+        if key not in memo:
+            memo[key] = _fold(node)
+        return memo[key]
+
+    def folded(items: Iterable[Any]) -> list | None:
+        values = [fold(x) for x in items]
+        return None if any(v is _NO for v in values) else values
+
+    def _fold(node: Any) -> Any:
+        if isinstance(node, nodes.Const):
+            return node.value
+        if isinstance(node, nodes.List) or (isinstance(node, nodes.Tuple) and node.ctx == "load"):
+            items = folded(node.items)
+            if items is None:
+                return _NO
+            return _built(items if isinstance(node, nodes.List) else tuple(items),
+                          "a list or mapping")
+        if isinstance(node, nodes.Dict):
+            keys, values = folded(p.key for p in node.items), folded(p.value for p in node.items)
+            if keys is None or values is None:
+                return _NO
+            return attempt(lambda: _built(dict(zip(keys, values, strict=True)), "a list or mapping"))
+        if isinstance(node, nodes.BinExpr) and node.operator in _OPS:
+            left, right = fold(node.left), fold(node.right)
+            if left is _NO or right is _NO:
+                return _NO
+            return attempt(lambda: _binop(node.operator, left, right))
+        if isinstance(node, (nodes.Neg, nodes.Pos)):
+            value = fold(node.node)
+            if value is _NO:
+                return _NO
+            return attempt(lambda: -value if isinstance(node, nodes.Neg) else +value)
+        if isinstance(node, nodes.Concat):
+            parts = folded(node.nodes)
+            return _NO if parts is None else attempt(lambda: env.sb_concat(tuple(parts)))
+        if isinstance(node, (nodes.Filter, nodes.Call)) and (node.dyn_args or node.dyn_kwargs):
+            return _NO
+        if isinstance(node, nodes.Filter) and node.node is not None:
+            value, args = fold(node.node), folded(node.args)
+            kwargs = folded(k.value for k in node.kwargs)
+            fn = env.filters.get(node.name)
+            if value is _NO or args is None or kwargs is None or fn is None:
+                return _NO
+            named = {k.key: v for k, v in zip(node.kwargs, kwargs, strict=True)}
+            pass_arg = getattr(fn, "jinja_pass_arg", None)
+            lead: tuple = ()
+            if pass_arg is not None:
+                if pass_arg.name == "context":
+                    return _NO
+                lead = (eval_ctx,) if pass_arg.name == "eval_context" else (env,)
+            return attempt(lambda: fn(*lead, value, *args, **named))
+        if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr) \
+                and not node.node.attr.startswith("_"):
+            target, args = fold(node.node.node), folded(node.args)
+            kwargs = folded(k.value for k in node.kwargs)
+            if isinstance(target, str) and args is not None and kwargs is not None:
+                method = getattr(target, node.node.attr, None)
+                named = {k.key: v for k, v in zip(node.kwargs, kwargs, strict=True)}
+                if callable(method):
+                    attempt(lambda: _call_check(method, tuple(args), named))
+        return _NO
+
+    token = _STATE.set(_Render({}))
+    try:
+        for node in ast.find_all(nodes.Expr):
+            try:
+                fold(node)
+            except _Bound as exc:
+                line = f" (line {node.lineno})" if "\n" in text else ""
+                raise ExpressionError(f"{exc}{line}") from None
+    except RecursionError:
+        raise ExpressionError(_TOO_DEEP) from None
+    finally:
+        _STATE.reset(token)
+
+
+def _add_steps(ast: Any) -> None:
+    """Count a step at the start of every loop turn, macro call and call
+    block, so that nested loops over data end at MAX_STEPS however little
+    they do each turn; and count as work what the turn's own body is (a
+    unit for each of its parts: names, operators, outputs, about what one
+    takes), so that a long body in a long loop ends at MAX_WORK."""
+    from jinja2 import nodes
+
+    for node in list(ast.find_all((nodes.For, nodes.Macro, nodes.CallBlock))):
+        name = "sb_step" if isinstance(node, nodes.For) else "sb_call_step"
+        tick = nodes.ExprStmt(nodes.EnvironmentAttribute(name), lineno=node.lineno)
+        tick.set_lineno(node.lineno)
+        tick.sb_cost = 1 + sum(_parts(x) for x in node.body)
+        node.body.insert(0, tick)
+
+
+def _parts(node: Any) -> int:
+    """The parts of a template's tree below ``node``, a loop or macro inside
+    it counting as one (each counts its own turns)."""
+    from jinja2 import nodes
+
+    count, todo = 0, [node]
+    while todo:
+        n = todo.pop()
+        count += 1
+        if n is not node and isinstance(n, (nodes.For, nodes.Macro, nodes.CallBlock)):
+            continue
+        todo.extend(n.iter_child_nodes())
+    return count
+
+
+# -- what a template sees ---------------------------------------------------------------
 
 _global_cache: dict[str, tuple[tuple[int, int], dict]] = {}
 
@@ -666,7 +1640,7 @@ class ExpressionContext:
     def for_run(cls, flow: Any, registry: Any, resource: Callable[..., Any]) -> ExpressionContext:
         """The context of one engine run: ``resource(key, make)`` is the
         engine's run resources, where Set Variable keeps the flow scope."""
-        return cls(template_env(hidden_env_names(flow, registry)),
+        return cls(template_env(hidden_env_names(flow, registry), flow_env_readable(flow)),
                    lambda: resource(FLOW_VARIABLES, dict))
 
 
@@ -682,6 +1656,53 @@ def default_context() -> ExpressionContext:
 
 
 # -- rendering ----------------------------------------------------------------------
+
+#: A value a template only passes on (``{{ msg.payload }}``) may be bigger
+#: than one it builds, but not without end: a message whose lists refer to
+#: each other (a code node's) could stand for more than memory holds.
+_RESULT_CAP = 16 * MAX_VALUE
+
+
+def _render(compiled: Compiled, roots: dict[str, Any]) -> Any:
+    """Render under the bounds. Raises _Bound, RenderDeadline, or what the
+    template raised."""
+    deadline = RUN_DEADLINE.get()
+    if deadline is not None and _now() > deadline:
+        raise RenderDeadline("the run's time limit passed before the template was rendered")
+    state = _Render(roots, deadline)
+    token = _STATE.set(state)
+    try:
+        template = compiled.template
+        ctx = template.new_context(roots)
+        if compiled.native:
+            for _ in template.root_render_func(ctx):
+                pass
+            value = ctx.vars.get("result")
+            from jinja2 import Undefined
+
+            if isinstance(value, Undefined) and not (
+                    _placeholder is not None and isinstance(value, _placeholder)):
+                value._fail_with_undefined_error()
+            if _is_deep(value) and _deep(value, _RESULT_CAP)[0] > _RESULT_CAP:
+                raise _Bound(f"the result has more than {_RESULT_CAP} characters or items "
+                             "(counted through every level of nesting)")
+            return _sized(value, "the result")
+        parts: list[str] = []
+        total = 0
+        for chunk in template.root_render_func(ctx):
+            total += len(chunk)
+            if total > MAX_VALUE:
+                raise _Bound(f"the template's text passed {MAX_VALUE} characters")
+            parts.append(chunk)
+        _charge(total >> 4)
+        return "".join(parts)
+    except RecursionError:
+        raise _Bound("the template calls itself too deeply") from None
+    except MemoryError:
+        raise _Bound("the template ran out of memory") from None
+    finally:
+        _STATE.reset(token)
+
 
 class Expression:
     """One param's template, compiled once; ``render(msg)`` gives the
@@ -723,41 +1744,12 @@ class Expression:
             raise ExpressionError(f"params.{self.spec.name}: {exc}") from None
 
     def render_raw(self, msg: Mapping | None) -> Any:
-        compiled = self.compiled
-        roots = self._roots(msg)
-        state = _Render(roots)
-        token = _STATE.set(state)
         try:
-            if compiled.native:
-                ctx = compiled.template.new_context(roots)
-                for _ in compiled.template.root_render_func(ctx):
-                    pass
-                value = ctx.vars.get("result")
-                from jinja2 import Undefined
-
-                if isinstance(value, Undefined) and not (
-                        _placeholder is not None and isinstance(value, _placeholder)):
-                    value._fail_with_undefined_error()
-                return _sized(value, "the result")
-            ctx = compiled.template.new_context(roots)
-            parts: list[str] = []
-            total = 0
-            for chunk in compiled.template.root_render_func(ctx):
-                total += len(chunk)
-                if total > MAX_VALUE:
-                    raise _Bound(f"the template's text passed {MAX_VALUE} characters")
-                parts.append(chunk)
-            return "".join(parts)
-        except (_Bound, ExpressionError):
+            return _render(self.compiled, self._roots(msg))
+        except (_Bound, ExpressionError, RenderDeadline):
             raise
-        except RecursionError:
-            raise _Bound("the template calls itself too deeply") from None
-        except MemoryError:
-            raise _Bound("the template ran out of memory") from None
         except Exception as exc:
             raise _Bound(_render_error(exc)) from None
-        finally:
-            _STATE.reset(token)
 
     def _roots(self, msg: Mapping | None) -> dict[str, Any]:
         used = self.compiled.roots
@@ -774,6 +1766,37 @@ class Expression:
         if "global" in used:
             roots["global"] = read_global_variables()
         return roots
+
+
+class TextTemplate:
+    """A Template node's template: it sees the message's keys (``{{
+    payload.name }}``) and ``msg``, reads a missing key as empty text and
+    gives text, with the sandbox and the bounds of every template.
+    ``render`` raises ExpressionError with what is wrong (and
+    RenderDeadline past the run's deadline)."""
+
+    __slots__ = ("compiled",)
+
+    def __init__(self, text: Any) -> None:
+        if not isinstance(text, str):
+            raise ExpressionError("a template must be text")
+        self.compiled = compile_text_template(text)
+
+    @property
+    def text(self) -> str:
+        return self.compiled.text
+
+    def render(self, msg: Mapping) -> str:
+        roots = dict(msg)
+        roots["msg"] = msg
+        try:
+            return _render(self.compiled, roots)
+        except (ExpressionError, RenderDeadline):
+            raise
+        except _Bound as exc:
+            raise ExpressionError(str(exc)) from None
+        except Exception as exc:
+            raise ExpressionError(str(exc).strip() or type(exc).__name__) from None
 
 
 def _render_error(exc: Exception) -> str:
@@ -837,16 +1860,31 @@ def coerce(value: Any, spec: ParamSpec) -> Any:
     return deep_copy(_jsonable(value))  # JSON
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: Any, seen: dict[int, Any] | None = None) -> Any:
     """A template's value as JSON data: tuples and ranges become lists; a
-    value that has no JSON form (a macro, a cycler) is an error."""
+    value that has no JSON form (a macro, a cycler) is an error. A list of
+    plain values is taken as it is (checked in C), and a list met again is
+    the one made the first time."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, range)):
-        return [_jsonable(v) for v in value]
-    raise _Bound(f"the template gave a {type(value).__name__}, which has no JSON form")
+    if seen is None:
+        seen = {}
+    key = id(value)
+    if key in seen:
+        return seen[key][1]
+    if type(value) is list and Counter(map(type, value)).keys() <= _JSON_PLAIN:
+        out: Any = value
+    elif isinstance(value, dict):
+        out = {str(k): _jsonable(v, seen) for k, v in value.items()}
+    elif isinstance(value, (list, tuple, range)):
+        out = [_jsonable(v, seen) for v in value]
+    else:
+        raise _Bound(f"the template gave a {type(value).__name__}, which has no JSON form")
+    seen[key] = (value, out)  # the value is kept so that its id is not reused meanwhile
+    return out
+
+
+_JSON_PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 def problem(spec: ParamSpec, text: Any) -> str | None:

@@ -168,6 +168,20 @@ class FlowSettings(BaseModel):
     budget_tokens: int | None = Field(default=None, ge=1)
     #: Hook flows applied to every agent of the flow, or to the agents named.
     hooks: list[FlowHook] = Field(default_factory=list, max_length=MAX_FLOW_HOOKS)
+    #: Environment variables this flow's templates may read as ``env.NAME``
+    #: (a name, or a prefix ending in ``*``); see runtime.expressions.
+    env_readable: list[str] = Field(default_factory=list, max_length=1000)
+
+    @field_validator("env_readable", mode="before")
+    @classmethod
+    def _env_names(cls, v: Any) -> Any:
+        from .expressions import env_pattern_problem
+
+        for i, name in enumerate(v if isinstance(v, list) else ()):
+            why = env_pattern_problem(name)
+            if why:
+                raise ValueError(f"entry {i + 1}: {why}")
+        return v
 
 
 class Flow(BaseModel):

@@ -28,6 +28,7 @@ from runtime.expressions import (
     Expression,
     ExpressionContext,
     ExpressionError,
+    flow_env_readable,
     hidden_env_names,
     template_env,
 )
@@ -315,6 +316,11 @@ class ExpressionEditor(QWidget):
             return frozenset()
         return hidden_env_names(flow, registry)
 
+    def readable_env(self) -> tuple[str, ...]:
+        """What the flow's settings.env_readable names: readable in the
+        preview as in a run."""
+        return flow_env_readable(getattr(getattr(self._form(), "doc", None), "flow", None))
+
     def refresh_preview(self) -> None:
         text = self.text()
         msg = self.message()
@@ -338,7 +344,8 @@ class ExpressionEditor(QWidget):
             self.kind.show()
             self.problem.hide()
             return
-        context = ExpressionContext(template_env(self.hidden_env()), preview=True)
+        context = ExpressionContext(template_env(self.hidden_env(), self.readable_env()),
+                                    preview=True)
         try:
             self.value = Expression(self.spec, text, context).render(msg)
         except ExpressionError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime.expressions import ExpressionError, TextTemplate, compile_text_template
 from runtime.message import PathError, deep_copy, delete_path, get_path, parse_path, set_path
 from runtime.node import CUSTOM, Node, NodeConfigError, Param, node
 
@@ -105,7 +106,10 @@ def _rule_problems(rules: Any) -> list[str]:
 @node("core.template", name="Template", category="Core", icon="template", color="#d86f9b")
 class Template(Node):
     """Renders a Jinja2 template over the message (``{{ payload.name }}``,
-    ``{{ msg.topic }}``) and writes the text to a path."""
+    ``{{ msg.topic }}``) and writes the text to a path. The engine of
+    expressions renders it (runtime.expressions.TextTemplate): the same
+    sandbox and the same bounds of steps, work, sizes and output, checked
+    when the flow is; a missing key reads as empty text."""
 
     template = Param(str, "Jinja2 template; the message's fields are variables, and 'msg' is "
                      "the whole message", default="{{ payload }}", multiline=True, allow=CUSTOM)
@@ -116,46 +120,27 @@ class Template(Node):
         tpl = params.get("template")
         if tpl and isinstance(tpl.value, str):
             try:
-                _env().parse(tpl.value)
-            except Exception as exc:  # jinja2.TemplateSyntaxError
+                compile_text_template(tpl.value)
+            except ExpressionError as exc:
                 return [("template", f"template error: {exc}")]
         return []
 
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
-        self._tpl = _env().from_string(self.template.get() or "")
+        try:
+            self._tpl = TextTemplate(self.template.get() or "")
+        except ExpressionError as exc:
+            raise NodeConfigError(f"template error: {exc}") from None
         self._to = self.to.get() or "payload"
 
     def on_message(self, msg):
+        # RenderDeadline (the run's --timeout passed mid-render) is not an
+        # ExpressionError: it reaches the engine, which ends the run.
         try:
-            text = self._tpl.render(msg, msg=msg)
-        except Exception as exc:
+            text = self._tpl.render(msg)
+        except ExpressionError as exc:
             raise NodeConfigError(f"template: {exc}") from None
         set_path(msg, self._to, text)
-
-
-_jinja_env = None
-
-
-def _env():
-    global _jinja_env
-    if _jinja_env is None:
-        import jinja2
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-        class MessageEnvironment(ImmutableSandboxedEnvironment):
-            """Messages are JSON: in ``payload.items`` a key named items wins
-            over the dict method (plain Jinja2 returns dict.items). Sandboxed,
-            as every template of a flow is: a flow file must not reach
-            Python's internals (``''.__class__.__mro__``) through it."""
-
-            def getattr(self, obj: Any, attribute: str) -> Any:
-                if isinstance(obj, dict) and attribute in obj:
-                    return obj[attribute]
-                return super().getattr(obj, attribute)
-
-        _jinja_env = MessageEnvironment(autoescape=False, undefined=jinja2.ChainableUndefined)
-    return _jinja_env
 
 
 @node("core.split", name="Split", category="Core", icon="split", color="#e2a03f")

@@ -4,6 +4,7 @@ the properties panel, and a real run whose last message the preview uses."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -88,9 +89,15 @@ def test_one_expression_previews_as_the_params_type(editor, qtbot):
     assert d.kind.text() == 'nothing: the param\'s default applies ("switchboard@localhost")'
 
 
-def test_before_any_run_the_preview_says_so_and_env_works(editor, qtbot, monkeypatch):
+def test_before_any_run_the_preview_says_so_and_env_works(editor, qtbot, monkeypatch,
+                                                          data_dir):
     monkeypatch.setenv("SHOP_NAME", "Northwind")
     monkeypatch.setenv("SHOP_API_TOKEN", "tok-123456")
+    # env is an allow-list: the user's settings name SHOP_NAME (and even the
+    # token: its name still hides it).
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "settings.json").write_text(
+        json.dumps({"env_readable": ["SHOP_NAME", "SHOP_API_TOKEN"]}), encoding="utf-8")
     e = editor(message=None)
     assert e.source.text() == "no run yet" and not e.note.isVisible()
     type_into(qtbot, e, "{{ env.SHOP_NAME }}")
@@ -274,7 +281,8 @@ def test_a_fixed_only_param_gets_a_template_toggle_and_a_secret_none(open_window
 
 
 def test_the_preview_hides_env_vars_the_flows_secrets_name(open_window, qtbot, monkeypatch):
-    monkeypatch.setenv("SHOP_MOTTO", "visible-value")
+    monkeypatch.setenv("SHOP_NAME", "visible-value")  # the example's settings.env_readable
+    monkeypatch.setenv("SHOP_MOTTO", "not-named")
     monkeypatch.setenv("MAIL_PW", "hunter2-pw")
     window = open_window(ORDER_MAILS)
     doc = window.document
@@ -284,8 +292,10 @@ def test_the_preview_hides_env_vars_the_flows_secrets_name(open_window, qtbot, m
                                  ParamValue(scope=Scope.CUSTOM, value={"env": "MAIL_PW"})))
     window.select_node("mail")
     editor = window.properties.form.rows["subject"].expression_editor
-    editor.set_text("{{ env.SHOP_MOTTO }}")
+    editor.set_text("{{ env.SHOP_NAME }}")
     assert editor.preview.text() == "visible-value"
+    editor.set_text("{{ env.SHOP_MOTTO }}")
+    assert "env.SHOP_MOTTO is not readable by templates" in editor.problem.text()
     editor.set_text("{{ env.MAIL_PW }}")
     assert "env.MAIL_PW is hidden from templates" in editor.problem.text()
     assert "hunter2" not in editor.problem.text() + editor.preview.text()
