@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import (
@@ -43,7 +43,6 @@ from runtime.events import RunFinished
 from runtime.flow import Flow, FlowError, parse_flow
 
 from .document import FlowDocument
-from .main_window import MainWindow
 from .panels.inspector.common import fmt_duration
 
 log = logging.getLogger(__name__)
@@ -53,16 +52,32 @@ SHARED_KEY = "queue/shared_history"
 SHARED_ROWS = 200
 
 
-class RunWindow(MainWindow):
-    """One run of a flow that is not the one on screen, on that flow."""
+class DesignerWindow(Protocol):
+    """What a run window takes from the designer's window class: it is
+    built on the class of the window that opened it (``run_window_class``),
+    so this module never imports the main window (which reaches it through
+    the run session and the queue actions)."""
+
+    palette_dock: Any
+    properties_dock: Any
+    view: Any
+    run_session: Any
+
+    def __init__(self, document: FlowDocument | None = None, *,
+                 restore_layout: bool = True) -> None: ...
+
+
+class RunWindow:
+    """One run of a flow that is not the one on screen, on that flow. Mixed
+    into the designer's window class by ``run_window_class``."""
 
     def __init__(self, flow: Flow, title: str) -> None:
-        self._title = title  # read by MainWindow.__init__ (the window title)
-        super().__init__(FlowDocument(flow), restore_layout=False)
-        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self.palette_dock.hide()
-        self.properties_dock.hide()
-        self.resize(1280, 800)
+        self._title = title  # read by the window's __init__ (the window title)
+        super().__init__(FlowDocument(flow), restore_layout=False)  # type: ignore[call-arg]
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # type: ignore[attr-defined]
+        self.palette_dock.hide()  # type: ignore[attr-defined]
+        self.properties_dock.hide()  # type: ignore[attr-defined]
+        self.resize(1280, 800)  # type: ignore[attr-defined]
 
     def display_name(self) -> str:
         return self._title
@@ -71,10 +86,27 @@ class RunWindow(MainWindow):
         """The designer's own window keeps the layout it saved."""
 
     def closeEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
-        queue = getattr(self.run_session, "queue", None)
+        queue = getattr(self.run_session, "queue", None)  # type: ignore[attr-defined]
         if queue is not None:
             queue.stop_watching()
-        super().closeEvent(event)
+        super().closeEvent(event)  # type: ignore[misc]
+
+
+_run_window_classes: dict[type, type] = {}
+
+
+def run_window_class(window_class: type[DesignerWindow]) -> type:
+    """``RunWindow`` on top of ``window_class`` (the designer's window, or
+    the one a run window was opened from: its own base is used), made once."""
+    base = window_class
+    if issubclass(base, RunWindow):
+        base = next(c for c in base.__mro__ if not issubclass(c, RunWindow))
+    cls = _run_window_classes.get(base)
+    if cls is None:
+        cls = type("RunWindow", (RunWindow, base), {"__module__": __name__,
+                                                    "__doc__": RunWindow.__doc__})
+        _run_window_classes[base] = cls
+    return cls
 
 
 def open_run_window(actions: Any, flow_json: dict, run_id: str, worker: str = "",
@@ -91,7 +123,7 @@ def open_run_window(actions: Any, flow_json: dict, run_id: str, worker: str = ""
         return None
     title = f"{flow.name or 'Untitled'} · run {run_id}" + (f" on {worker}" if worker else "") \
         + (f" ({note})" if note else "")
-    window = RunWindow(flow, title)
+    window = run_window_class(type(parent))(flow, title)
     actions.windows.append(window)
     window.destroyed.connect(
         lambda *_: actions.windows.__setitem__(slice(None),
