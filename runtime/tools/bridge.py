@@ -33,12 +33,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .approval import ApprovalPolicy, ApprovalRequest, default_policy, people_of
-from .arguments import _parse, event_args, masked, preview, short
-from .cost import tool_cost
-from .events import NodeStatus, ToolApproval, ToolCall, ToolDecision, ToolResult, ToolStatus
-from .flow import TOOL_NAME_RE  # what OpenAI (and most compatible servers) accept
-from .message import (
+from ..approval import ApprovalPolicy, ApprovalRequest, default_policy, people_of
+from ..arguments import _parse, event_args, masked, preview, short
+from ..cost import tool_cost
+from ..events import NodeStatus, ToolApproval, ToolCall, ToolDecision, ToolResult, ToolStatus
+from ..flow import TOOL_NAME_RE  # what OpenAI (and most compatible servers) accept
+from ..message import (
     AGENT_NODE_ID,
     MESSAGE_TYPE,
     PARAMETERS,
@@ -53,13 +53,13 @@ from .message import (
     deep_copy,
     to_jsonable,
 )
-from .node import TOOL_CALL, NodeConfigError, redact
-from .spec import JSON_TYPES, NodeSpec, ParamType, Scope
+from ..node import TOOL_CALL, NodeConfigError, redact
+from ..spec import JSON_TYPES, NodeSpec, ParamType, Scope
 
 if TYPE_CHECKING:
-    from .engine import Engine
-    from .flow import Flow, FlowNode
-    from .registry import Registry
+    from ..engine import Engine
+    from ..flow import Flow, FlowNode
+    from ..registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -330,7 +330,7 @@ def _tool_description(spec: NodeSpec, fnode: FlowNode) -> str:
 
 
 def build_tool(spec: NodeSpec, fnode: FlowNode) -> ToolDef:
-    from .flow import tool_name
+    from ..flow import tool_name
 
     name = tool_name(spec, fnode) or ""
     if not TOOL_NAME_RE.match(name):
@@ -380,7 +380,7 @@ def agent_tools(flow: Flow, agent_id: str, registry: Registry | None = None, *,
                 wires: list[Any] | None = None) -> list[ToolDef]:
     """The tools of one agent, in wire order. ``wires``: the agent's own
     wires, when the caller has grouped them (else every wire is looked at)."""
-    from .registry import Registry as _Registry
+    from ..registry import Registry as _Registry
 
     registry = registry or _Registry.default()
     agent = flow.node(agent_id)
@@ -407,7 +407,7 @@ def agent_tools(flow: Flow, agent_id: str, registry: Registry | None = None, *,
 def agent_tool_specs(flow: Flow, registry: Registry | None = None) -> dict[str, list[dict]]:
     """Per agent id: its tools exactly as sent to the LLM (OpenAI function
     format). What ``switchboard tools FLOW`` prints."""
-    from .registry import Registry as _Registry
+    from ..registry import Registry as _Registry
 
     registry = registry or _Registry.default()
     by_source: dict[str, list[Any]] = {}
@@ -1010,7 +1010,7 @@ class ToolBridge:
                 elif len(docs) > MAX_HANDOFF_DOCUMENTS:
                     why = f"at most {MAX_HANDOFF_DOCUMENTS} documents"
                 else:
-                    from .workspace import workspace_of
+                    from ..workspace import workspace_of
 
                     why = workspace_of(state.engine).missing(docs)
         if self.engine.bus.active:

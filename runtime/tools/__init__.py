@@ -1,0 +1,74 @@
+"""An agent's tools: their schemas from node specs and the flow's scopes,
+and the bridge that turns an LLM's tool calls into ``tool_request``
+messages (``runtime.tools.bridge``).
+
+``runtime.tools`` is the public face of the package: import from here.
+"""
+
+from __future__ import annotations
+
+from ..flow import TOOL_NAME_RE
+from .bridge import (
+    AGENT_TOOL_SCHEMA,
+    DEFAULT_TOOL_TIMEOUT,
+    HANDOFF,
+    HANDOFF_SCHEMA,
+    MAX_BACKGROUND_TASKS,
+    MAX_HANDOFF_DOCUMENTS,
+    MAX_TOOL_CALLS_PER_TURN,
+    PROGRESS_INTERVAL,
+    TASK_CANCEL,
+    TASK_STATUS,
+    TRACKING_SCHEMA,
+    AgentCalls,
+    CallStatus,
+    ToolBridge,
+    ToolDef,
+    ToolOutcome,
+    _cancel_all,
+    _resume,
+    agent_tool_specs,
+    agent_tools,
+    ai_params,
+    build_offered_tools,
+    build_tool,
+    compile_check,
+    flat_schema,
+    function_spec,
+    new_caller_id,
+    strict_compatible,
+    tool_schema,
+)
+
+__all__ = [
+    "AGENT_TOOL_SCHEMA",
+    "DEFAULT_TOOL_TIMEOUT",
+    "HANDOFF",
+    "HANDOFF_SCHEMA",
+    "MAX_BACKGROUND_TASKS",
+    "MAX_HANDOFF_DOCUMENTS",
+    "MAX_TOOL_CALLS_PER_TURN",
+    "PROGRESS_INTERVAL",
+    "TASK_CANCEL",
+    "TASK_STATUS",
+    "TOOL_NAME_RE",
+    "TRACKING_SCHEMA",
+    "AgentCalls",
+    "CallStatus",
+    "ToolBridge",
+    "ToolDef",
+    "ToolOutcome",
+    "_cancel_all",
+    "_resume",
+    "agent_tool_specs",
+    "agent_tools",
+    "ai_params",
+    "build_offered_tools",
+    "build_tool",
+    "compile_check",
+    "flat_schema",
+    "function_spec",
+    "new_caller_id",
+    "strict_compatible",
+    "tool_schema",
+]
