@@ -18,7 +18,8 @@ import json
 import shlex
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QFontMetrics, QPainter, QPalette, QTextLayout
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGridLayout,
@@ -28,6 +29,9 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QSpinBox,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -57,8 +61,17 @@ from .tool_settings import (
 )
 
 TOOLS_PARAM = "tools"
-#: Table columns.
-COL_TOOL, COL_NAME, COL_DESC = range(3)
+PENDING_NOTE = "No value yet: until you type one, the AI fills it."
+#: The table's one column: each tool's check box, names and description.
+COL_TOOL = 0
+#: Lines of a tool's description in the table (the rest: its tooltip, and
+#: whole under the table once selected).
+DESC_LINES = 3
+#: The table's most height; past it, it scrolls.
+TABLE_MAX_H = 330
+#: Item data: the name the AI calls the tool, and what it does.
+OFFERED_ROLE = Qt.ItemDataRole.UserRole + 1
+DESC_ROLE = Qt.ItemDataRole.UserRole + 2
 _JSON_PARAM_TYPES = {"string": ParamType.STR, "integer": ParamType.INT,
                      "number": ParamType.FLOAT, "boolean": ParamType.BOOL}
 
@@ -205,6 +218,126 @@ def entry_policy_line(spec: Any, entry: McpToolEntry) -> str:
     return policy_line(spec, fnode)
 
 
+class ToolCell(QStyledItemDelegate):
+    """One tool in the table, over the whole width: its check box (offered
+    to the AI or not), its name on the server (and, renamed, the name the
+    AI calls it: ``lookup_order → find_order``), and under them what it
+    does, muted, wrapped over up to DESC_LINES lines. Three columns in a
+    320 px dock cut the description to "Look up o…" and crowded the
+    headers."""
+
+    PAD = 6
+
+    def _check_rect(self, option: QStyleOptionViewItem) -> QRect:
+        style = option.widget.style() if option.widget is not None else None
+        size = style.pixelMetric(QStyle.PixelMetric.PM_IndicatorWidth) if style else 13
+        return QRect(option.rect.left() + self.PAD, option.rect.top() + self.PAD + 1,
+                     size, size)
+
+    def _text_left(self, option: QStyleOptionViewItem) -> int:
+        return self._check_rect(option).right() + 1 + self.PAD
+
+    def _lines(self, text: str, font: Any, width: int) -> list[str]:
+        """``text`` wrapped at ``width``, at most DESC_LINES lines, the last
+        one ended with "…" when some is left out."""
+        if not text or width <= 0:
+            return []
+        layout = QTextLayout(text, font)
+        layout.beginLayout()
+        lines: list[str] = []
+        while True:
+            line = layout.createLine()
+            if not line.isValid():
+                break
+            line.setLineWidth(width)
+            lines.append(text[line.textStart():line.textStart() + line.textLength()])
+        layout.endLayout()
+        if len(lines) > DESC_LINES:
+            rest = "".join(lines[DESC_LINES - 1:]).strip()
+            lines = lines[:DESC_LINES - 1] + [QFontMetrics(font).elidedText(
+                rest, Qt.TextElideMode.ElideRight, width)]
+        return [line.rstrip() for line in lines]
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: Any) -> QSize:  # noqa: N802
+        width = option.rect.width() or 280
+        mono = QFontMetrics(mono_font())
+        desc = self._lines(str(index.data(DESC_ROLE) or ""), option.font,
+                           width - self._text_left(option) + option.rect.left() - self.PAD)
+        height = self.PAD + mono.height() + len(desc) * QFontMetrics(option.font).lineSpacing() \
+            + (2 if desc else 0) + self.PAD
+        return QSize(width, height)
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Any) -> None:
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        widget = opt.widget
+        style = widget.style() if widget is not None else None
+        opt.text = ""
+        if style is not None:
+            style.drawPrimitive(QStyle.PrimitiveElement.PE_PanelItemViewItem, opt, painter,
+                                widget)
+            check = QStyleOptionViewItem(opt)
+            check.rect = self._check_rect(option)
+            check.state = (check.state & ~QStyle.StateFlag.State_HasFocus) | (
+                QStyle.StateFlag.State_On if index.data(Qt.ItemDataRole.CheckStateRole)
+                == Qt.CheckState.Checked.value or index.data(Qt.ItemDataRole.CheckStateRole)
+                == Qt.CheckState.Checked else QStyle.StateFlag.State_Off)
+            style.drawPrimitive(QStyle.PrimitiveElement.PE_IndicatorItemViewItemCheck, check,
+                                painter, widget)
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)
+        palette = option.palette
+        text_color = palette.color(QPalette.ColorRole.HighlightedText if selected
+                                   else QPalette.ColorRole.Text)
+        muted = text_color if selected else palette.color(QPalette.ColorRole.PlaceholderText)
+        left = self._text_left(option)
+        width = option.rect.right() - self.PAD - left
+        painter.save()
+        font = mono_font()
+        metrics = QFontMetrics(font)
+        name = str(index.data(Qt.ItemDataRole.DisplayRole) or "")
+        offered = str(index.data(OFFERED_ROLE) or "")
+        head = f"{name} → {offered}" if offered and offered != name else name
+        painter.setFont(font)
+        painter.setPen(text_color)
+        top = option.rect.top() + self.PAD
+        painter.drawText(QRect(left, top, width, metrics.height()),
+                         int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                         metrics.elidedText(head, Qt.TextElideMode.ElideRight, width))
+        painter.setFont(option.font)
+        painter.setPen(muted)
+        y = top + metrics.height() + 2
+        spacing = QFontMetrics(option.font).lineSpacing()
+        for line in self._lines(str(index.data(DESC_ROLE) or ""), option.font, width):
+            painter.drawText(QRect(left, y, width, spacing),
+                             int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), line)
+            y += spacing
+        painter.restore()
+
+    def editorEvent(self, event: QEvent, model: Any, option: QStyleOptionViewItem,  # noqa: N802
+                    index: Any) -> bool:
+        """The check box is where it is drawn (top left, by the name), not
+        where the style would centre it in a tall row."""
+        if not index.flags() & Qt.ItemFlag.ItemIsUserCheckable:
+            return False
+        kind = event.type()
+        if kind in (QEvent.Type.MouseButtonRelease, QEvent.Type.MouseButtonDblClick):
+            if event.button() != Qt.MouseButton.LeftButton or \
+                    not self._check_rect(option).adjusted(-3, -3, 3, 3).contains(
+                        event.position().toPoint()):
+                return False
+            if kind == QEvent.Type.MouseButtonDblClick:
+                return True  # a double click on the box is two clicks, not a rename
+        elif kind == QEvent.Type.KeyPress:
+            if event.key() not in (Qt.Key.Key_Space, Qt.Key.Key_Select):
+                return False
+        else:
+            return False
+        on = index.data(Qt.ItemDataRole.CheckStateRole) in (Qt.CheckState.Checked,
+                                                            Qt.CheckState.Checked.value)
+        return model.setData(index, Qt.CheckState.Unchecked if on else Qt.CheckState.Checked,
+                             Qt.ItemDataRole.CheckStateRole)
+
+
 class McpToolsSection(QWidget):
     """List tools, the table of tools, and the selected tool's settings."""
 
@@ -222,6 +355,11 @@ class McpToolsSection(QWidget):
         self._detail_key: tuple = ()
         self.arg_rows: dict[str, ParamRow] = {}
         self.rule_rows: list[RuleRow] = []
+        # Arguments of the selected tool switched to Custom with no value
+        # typed yet: shown as Custom, not pinned (a pinned null is an error,
+        # whose banner pushed the whole panel down ~70 px as the person
+        # clicked), and the AI fills them until a value comes.
+        self._pending: set[str] = set()
         self.task: asyncio.Task | None = None
 
         layout = QVBoxLayout(self)
@@ -247,24 +385,35 @@ class McpToolsSection(QWidget):
         self.error.hide()
         layout.addWidget(self.error)
 
-        self.table = QTableWidget(0, 3, self)
+        self.table = QTableWidget(0, 1, self)
         self.table.setObjectName("mcpToolTable")
-        self.table.setHorizontalHeaderLabels(["Tool", "Name for the AI", "Description"])
+        self.table.setHorizontalHeaderLabels(["Offered to the AI"])
+        self.table.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft
+                                                          | Qt.AlignmentFlag.AlignVCenter)
+        self.table.horizontalHeaderItem(COL_TOOL).setToolTip(
+            "Checked: the AI may call it. Each tool: its name on the server (→ the name the "
+            "AI calls it, when renamed) and what it does")
         self.table.verticalHeader().hide()
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked
-                                   | QAbstractItemView.EditTrigger.EditKeyPressed
-                                   | QAbstractItemView.EditTrigger.SelectedClicked)
-        self.table.setWordWrap(False)
-        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        # Renamed below the table (Name for the AI); a double-click goes there.
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setWordWrap(True)  # rows are measured at the column's width
+        self.table.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(COL_TOOL, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(COL_NAME, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(COL_DESC, QHeaderView.ResizeMode.Stretch)
+        self.table.setItemDelegate(ToolCell(self.table))
+        self.table.horizontalHeader().setSectionResizeMode(COL_TOOL,
+                                                           QHeaderView.ResizeMode.Stretch)
+        # Another width wraps the descriptions anew: the rows, then the
+        # table, are measured again once the column has its new width.
+        self._refit = QTimer(self)
+        self._refit.setSingleShot(True)
+        self._refit.setInterval(0)
+        self._refit.timeout.connect(self._fit_table)
+        self.table.horizontalHeader().sectionResized.connect(lambda *_: self._refit.start())
         self.table.itemChanged.connect(self._on_item)
         self.table.itemSelectionChanged.connect(self._on_select)
+        self.table.itemDoubleClicked.connect(lambda _item: self._focus_rename())
         layout.addWidget(self.table)
 
         self.detail = QWidget(self)
@@ -274,6 +423,20 @@ class McpToolsSection(QWidget):
         self.detail_layout.setSpacing(6)
         layout.addWidget(self.detail)
         self.sync()
+
+    def _fit_table(self) -> None:
+        table = self.table
+        table.resizeRowsToContents()
+        rows = table.rowCount()
+        height = table.horizontalHeader().height() + 2 * table.frameWidth() + sum(
+            table.rowHeight(r) for r in range(rows)) + (0 if rows else 24)
+        table.setFixedHeight(min(height, TABLE_MAX_H))
+
+    def _focus_rename(self) -> None:
+        edit = getattr(self, "rename_edit", None)
+        if edit is not None and not edit.isHidden():
+            edit.setFocus(Qt.FocusReason.OtherFocusReason)
+            edit.selectAll()
 
     # -- the document ---------------------------------------------------------------
     def value(self) -> Any:
@@ -358,29 +521,21 @@ class McpToolsSection(QWidget):
             tool.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
                           | Qt.ItemFlag.ItemIsUserCheckable)
             tool.setCheckState(Qt.CheckState.Checked if e.enabled else Qt.CheckState.Unchecked)
-            tool.setFont(mono_font())
-            tool.setToolTip(f"{e.name} on the server; checked: the AI may call it")
             tool.setData(Qt.ItemDataRole.UserRole, e.name)
-            name = QTableWidgetItem(e.offered_name)
-            name.setFont(mono_font())
-            name.setToolTip("The name the AI calls it by; double-click to rename")
-            if not e.rename:
-                name.setForeground(table.palette().placeholderText())
-            desc = QTableWidgetItem(" ".join(e.description.split()))
-            desc.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
-            desc.setToolTip(e.description)
-            for col, item in ((COL_TOOL, tool), (COL_NAME, name), (COL_DESC, desc)):
-                table.setItem(row, col, item)
+            tool.setData(OFFERED_ROLE, e.offered_name)
+            tool.setData(DESC_ROLE, " ".join(e.description.split()))
+            renamed = f", renamed {e.offered_name} for the AI" if e.rename else ""
+            tool.setToolTip(f"{e.name} on the server{renamed}; checked: the AI may call it. "
+                            "Double-click to rename it."
+                            + (f"\n\n{e.description}" if e.description else ""))
+            table.setItem(row, COL_TOOL, tool)
         names = [e.name for e in entries]
         if self._selected not in names:
             self._selected = names[0] if names else ""
         if self._selected:
             table.selectRow(names.index(self._selected))
         table.blockSignals(False)
-        rows = min(len(entries), 8)
-        height = table.horizontalHeader().height() + 2 * table.frameWidth() + sum(
-            table.rowHeight(r) for r in range(rows)) + (0 if rows else 24)
-        table.setFixedHeight(height)
+        self._fit_table()
         table.setVisible(bool(entries))
         offered = sum(1 for e in entries if e.enabled)
         if entries and not self.status.text().startswith("Listed"):
@@ -403,9 +558,13 @@ class McpToolsSection(QWidget):
             self.rename_edit.setText(entry.rename or "")
         for arg, row in self.arg_rows.items():
             if arg in entry.pinned:
+                self._pending.discard(arg)
                 row.sync(ParamValue(scope=Scope.CUSTOM, value=entry.pinned[arg]))
+            elif arg in self._pending:
+                row.sync(ParamValue(scope=Scope.CUSTOM, value=None))
             else:
                 row.sync(ParamValue(scope=Scope.AI, description=entry.arg_descriptions.get(arg)))
+            row.set_note(PENDING_NOTE if arg in self._pending else "")
         self._sync_approval(entry)
 
     def _build_detail(self, entry: McpToolEntry | None) -> None:
@@ -415,6 +574,7 @@ class McpToolsSection(QWidget):
                 item.widget().hide()  # gone now, not when the loop next deletes it
                 item.widget().deleteLater()
         self.arg_rows, self.rule_rows = {}, []
+        self._pending.clear()
         self.detail.setVisible(entry is not None)
         if entry is None:
             self.rows_changed.emit()
@@ -537,8 +697,6 @@ class McpToolsSection(QWidget):
             on = item.checkState() == Qt.CheckState.Checked
             if on != entry.enabled:
                 self._change(name, f"{'Offer' if on else 'Stop offering'} {name}", enabled=on)
-        elif item.column() == COL_NAME:
-            self._rename(entry, item.text())
 
     def _on_rename_edit(self) -> None:
         entry = self.entry(self._selected)
@@ -562,10 +720,21 @@ class McpToolsSection(QWidget):
             return
         pinned = dict(entry.pinned)
         descriptions = dict(entry.arg_descriptions)
-        if value is not None and value.scope is Scope.CUSTOM:
+        if value is not None and value.scope is Scope.CUSTOM and value.value is None:
+            # Custom, nothing typed yet (or the value deleted): no pin until
+            # there is a value; the row stays Custom and says so.
+            self._pending.add(arg)
+            if arg not in pinned:
+                self._sync_detail()
+                return
+            pinned.pop(arg)
+            text = f"Let the AI fill {arg} of {entry.name} until a value is typed"
+        elif value is not None and value.scope is Scope.CUSTOM:
+            self._pending.discard(arg)
             pinned[arg] = value.value
             text = f"Fix {arg} of {entry.name}"
         else:
+            self._pending.discard(arg)
             pinned.pop(arg, None)
             if value is not None and value.description:
                 descriptions[arg] = value.description

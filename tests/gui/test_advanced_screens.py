@@ -16,6 +16,7 @@ from pathlib import Path
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QLabel, QLineEdit, QPlainTextEdit, QWidget
 
+from runtime.spec import Scope
 from tests.gui.layout_checks import assert_fits, settle, shot
 from tests.gui.long_values import *  # noqa: F403 - open_window and the flows
 
@@ -434,3 +435,109 @@ def test_the_workers_view_and_history_follow_a_queued_run(open_window, qtbot, tm
                 w.close()
             for p in workers:
                 p.stop()
+
+
+# -- the MCP Server node's tools ----------------------------------------------------------------
+def listed_desk(open_window, qtbot, tmp_path):
+    """The order desk's MCP Server selected, its tools listed by the real
+    List tools (the demo server), lookup_order selected with the mouse."""
+    window = open_window(mcp_desk(tmp_path, [DEMO, "stdio"]))
+    window.select_node("orders")
+    settle()
+    section = window.properties.form.mcp_tools
+    window.properties.scroll.ensureWidgetVisible(section.list_button)
+    qtbot.mouseClick(section.list_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: section.task is not None and section.task.done(), timeout=60_000)
+    settle()
+    table = section.table
+    row = next(r for r in range(table.rowCount())
+               if table.item(r, 0).data(Qt.ItemDataRole.UserRole) == "lookup_order")
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton,
+                     pos=table.visualItemRect(table.item(row, 0)).center())
+    settle()
+    return window, section
+
+
+def test_choosing_custom_for_a_tool_argument_does_not_move_the_panel(open_window, qtbot,
+                                                                     tmp_path):
+    window, section = listed_desk(open_window, qtbot, tmp_path)
+    doc = window.document
+    region = section.arg_rows["region"]
+    window.properties.scroll.ensureWidgetVisible(region, 0, 200)
+    settle()
+    custom = region.switch.buttons[Scope.CUSTOM]
+
+    def where() -> tuple[int, int]:
+        return (custom.mapTo(window, QPoint(0, 0)).y(),
+                section.table.mapTo(window, QPoint(0, 0)).y())
+
+    before = where()
+    qtbot.mouseClick(custom, Qt.MouseButton.LeftButton)
+    settle()
+    doc.revalidate()  # what the edit's validation (150 ms later) finds
+    settle()
+    assert where() == before, f"the panel moved from {before} to {where()}"
+    assert region.switch.scope() is Scope.CUSTOM
+    assert not doc.problems_for("orders"), [p.message for p in doc.problems_for("orders")]
+    assert "No value yet" in region.note.text()
+    shot(window, "mcp-custom-argument")
+    # The value typed is the pin; the panel still does not move.
+    qtbot.mouseClick(region.value_editor.edit, Qt.MouseButton.LeftButton)
+    qtbot.keyClicks(region.value_editor.edit, "eu-west")
+    doc.revalidate()
+    settle()
+    assert where() == before
+    from nodes.mcp.entries import parse_entries
+
+    [entry] = [e for e in parse_entries(doc.node("orders").params["tools"].value)[0]
+               if e.name == "lookup_order"]
+    assert entry.pinned == {"region": "eu-west"}
+    assert not doc.problems_for("orders")
+    assert_fits(window)
+
+
+def test_the_tools_table_shows_each_description_whole_and_its_header_uncrowded(
+        open_window, qtbot, tmp_path):
+    from PySide6.QtCore import QRect
+    from PySide6.QtGui import QFontMetrics
+
+    from nodes.mcp.entries import parse_entries
+
+    window, section = listed_desk(open_window, qtbot, tmp_path)
+    table = section.table
+    header = table.horizontalHeader()
+    metrics = QFontMetrics(header.font())
+    for col in range(table.columnCount()):
+        text = table.horizontalHeaderItem(col).text()
+        assert metrics.horizontalAdvance(text) + 16 <= header.sectionSize(col), \
+            f"header {text!r} is crowded into {header.sectionSize(col)} px"
+    tools = {e.name: e.description
+             for e in parse_entries(window.document.node("orders").params["tools"].value)[0]}
+    assert "Look up an order by its id in one region's order system." in tools.values()
+    font = QFontMetrics(table.font())
+    for row in range(table.rowCount()):
+        name = table.item(row, 0).data(Qt.ItemDataRole.UserRole)
+        desc = tools[name]
+        cells = [c for c in range(table.columnCount()) if any(
+            table.item(row, c).data(role) == desc
+            for role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.UserRole + 2))]
+        assert cells, f"{name}: its description is not in the table"
+        # Whole: wrapped at the room its cell gives text, it fits the row.
+        room = table.columnWidth(cells[0]) - 40
+        needed = font.boundingRect(QRect(0, 0, room, 10_000),
+                                   int(Qt.TextFlag.TextWordWrap), desc).height()
+        assert needed + font.height() <= table.rowHeight(row) + 2, \
+            f"{name}: {desc!r} needs {needed} px of a {table.rowHeight(row)} px row"
+    assert table.horizontalScrollBar().maximum() == 0
+    # The check box is where it is drawn: a click there stops offering the tool.
+    row = next(r for r in range(table.rowCount())
+               if table.item(r, 0).data(Qt.ItemDataRole.UserRole) == "crash")
+    box = table.visualItemRect(table.item(row, 0))
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton,
+                     pos=QPoint(box.left() + 12, box.top() + 13))
+    assert not [e for e in parse_entries(window.document.node("orders").params["tools"].value)[0]
+                if e.name == "crash"][0].enabled
+    window.properties.scroll.ensureWidgetVisible(table, 0, 40)
+    settle()
+    shot(window, "mcp-tools-table")
+    assert_fits(window)

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QLabel
+from PySide6.QtWidgets import QApplication, QFrame, QLabel
 
 from designer.document import FlowDocument
 from designer.panels import PropertiesPanel
-from designer.panels.mcp_tools import COL_NAME, COL_TOOL
+from designer.panels.mcp_tools import COL_TOOL
 from nodes.mcp.entries import parse_entries
 from runtime.flow import Flow, FlowNode, Wire
 from runtime.registry import Registry
@@ -99,10 +99,16 @@ def test_enable_rename_pin_and_approve_through_the_widgets(qtbot, panel, doc):
     assert entries(doc)["crash"].enabled is False and "crash" not in offered(doc)
     assert doc.undo_stack.undoText() == "Stop offering crash"
 
-    # Rename in the table; the detail follows.
+    # Rename: a double-click on the row goes to its Name for the AI.
     row = row_of(section, "lookup_order")
-    table.selectRow(row)
-    table.item(row, COL_NAME).setText("find_order")
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton,
+                     pos=table.visualItemRect(table.item(row, COL_TOOL)).center())
+    QApplication.processEvents()  # the selected tool's settings come below the table
+    qtbot.mouseDClick(table.viewport(), Qt.MouseButton.LeftButton,
+                      pos=table.visualItemRect(table.item(row, COL_TOOL)).center())
+    assert section.rename_edit.hasFocus() and section.rename_edit.selectedText() == ""
+    qtbot.keyClicks(section.rename_edit, "find_order")
+    qtbot.keyClick(section.rename_edit, Qt.Key.Key_Return)
     assert entries(doc)["lookup_order"].rename == "find_order"
     assert "find_order" in offered(doc) and "lookup_order" not in offered(doc)
     assert section.detail_title.text() == "find_order()"
@@ -119,14 +125,13 @@ def test_enable_rename_pin_and_approve_through_the_widgets(qtbot, panel, doc):
     assert region.value_editor.edit.hasFocus()  # the form was not rebuilt under the typing
     assert not [p for p in doc.problems_for("demo") if p.severity == "error"]
 
-    # Typing was one step; undo it, then the scope switch, and the AI fills region again.
-    doc.undo_stack.undo()
-    assert entries(doc)["lookup_order"].pinned == {"region": None}
+    # Custom alone pinned nothing (no value yet); the typing was one step:
+    # undo it and the AI fills region again.
+    assert doc.undo_stack.undoText() == "Fix region of lookup_order"
     doc.undo_stack.undo()
     assert entries(doc)["lookup_order"].pinned == {}
     assert region.switch.scope() is Scope.AI
     assert set(offered(doc)["find_order"]["properties"]) == {"order_id", "region"}
-    doc.undo_stack.redo()
     doc.undo_stack.redo()
     assert entries(doc)["lookup_order"].pinned == {"region": "eu-west"}
 
