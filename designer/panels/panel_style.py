@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .param_editors import AI_COLOR, MESSAGE_COLOR
+from .editor_base import AI_COLOR, MESSAGE_COLOR
 
 
 def is_dark(palette: QPalette) -> bool:

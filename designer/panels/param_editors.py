@@ -9,8 +9,6 @@ model, while undo updates the editors."""
 
 from __future__ import annotations
 
-import os
-import re
 from typing import Any
 
 from PySide6.QtCore import QEvent, QSize, Qt, Signal
@@ -32,15 +30,12 @@ from PySide6.QtWidgets import (
 
 from runtime.spec import ParamSpec, ParamType, ParamValue, Scope
 
+from .editor_base import REQUIRED_COLOR, ValueEditor, esc, muted_label, repolish
 from .expression_editor import EXPRESSION_COLOR, ExpressionEditor, initial_template
 from .expression_editor import SCOPE_LABEL as EXPRESSION_LABEL
 from .expression_editor import SCOPE_TIP as EXPRESSION_TIP
-from .json_editor import INVALID, AutoHeightText, JsonEditor, format_json, mono_font
-
-# Small accents only; everything else comes from the palette.
-AI_COLOR = "#7c5cdb"
-MESSAGE_COLOR = "#14958a"
-REQUIRED_COLOR = "#c27c0e"
+from .json_editor import INVALID, AutoHeightText, JsonEditor, mono_font
+from .secret_editor import SecretEditor
 
 SCOPE_ORDER = (Scope.AI, Scope.CUSTOM, Scope.MESSAGE, Scope.EXPRESSION)
 SCOPE_LABELS = {Scope.AI: "AI", Scope.CUSTOM: "Custom", Scope.MESSAGE: "Message",
@@ -65,25 +60,6 @@ TYPE_WORDS = {
 }
 SECRET_AI_TIP = ("A secret names an environment variable or keyring entry that you choose; "
                  "neither the AI nor a message may pick it")
-
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _esc(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _repolish(widget: QWidget) -> None:
-    widget.style().unpolish(widget)
-    widget.style().polish(widget)
-
-
-def _muted_label(text: str = "", parent: QWidget | None = None) -> QLabel:
-    label = QLabel(text, parent)
-    label.setObjectName("muted")
-    label.setWordWrap(True)
-    return label
-
 
 # -- scope switch --------------------------------------------------------------
 
@@ -169,37 +145,6 @@ class ScopeSwitch(QWidget):
 
 # -- value editors (scope custom) ---------------------------------------------
 
-class ValueEditor(QWidget):
-    """Base: ``value_changed(value)`` with the parsed value, None = unset
-    (the spec default applies)."""
-
-    value_changed = Signal(object)
-    #: Whether consecutive edits merge into one undo step (typing does).
-    merge = True
-
-    def __init__(self, spec: ParamSpec, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.spec = spec
-        self.layout_ = QVBoxLayout(self)
-        self.layout_.setContentsMargins(0, 0, 0, 0)
-        self.layout_.setSpacing(3)
-
-    def value(self) -> Any:
-        raise NotImplementedError
-
-    def set_value(self, value: Any) -> None:
-        raise NotImplementedError
-
-    def placeholder(self) -> str:
-        s = self.spec
-        if s.has_default and s.default not in (None, ""):
-            d = s.default
-            return d if isinstance(d, str) else format_json(d)
-        if s.optional or (s.has_default and s.default == ""):
-            return "optional"
-        return ""
-
-
 class TextEditor(ValueEditor):
     def __init__(self, spec: ParamSpec, parent: QWidget | None = None) -> None:
         super().__init__(spec, parent)
@@ -253,7 +198,7 @@ class NumberEditor(ValueEditor):
         self.edit = QLineEdit(self)
         self.edit.setPlaceholderText(self.placeholder())
         self.edit.setMaximumWidth(180)
-        self.error = _muted_label("", self)
+        self.error = muted_label("", self)
         self.error.setObjectName("fieldError")
         self.error.hide()
         self.layout_.addWidget(self.edit)
@@ -278,7 +223,7 @@ class NumberEditor(ValueEditor):
         self.error.setText("Enter a whole number" if self.is_int else "Enter a number")
         self.error.setVisible(bad)
         self.edit.setProperty("invalid", bad)
-        _repolish(self.edit)
+        repolish(self.edit)
         if not bad:
             self.value_changed.emit(value)
 
@@ -292,7 +237,7 @@ class NumberEditor(ValueEditor):
                           else str(value))
         self.error.hide()
         self.edit.setProperty("invalid", False)
-        _repolish(self.edit)
+        repolish(self.edit)
 
 
 class BoolEditor(ValueEditor):
@@ -358,182 +303,6 @@ class EnumEditor(ValueEditor):
             self.combo.addItem(f"{value}  (not a choice)", value)
             i = self.combo.count() - 1
         self.combo.setCurrentIndex(max(i, 0))
-
-
-#: The keyring service of the credentials the Credentials dialog stores.
-CREDENTIALS_SERVICE = "switchboard"
-
-
-def stored_credential(value: Any) -> str | None:
-    """The name of the stored credential a secret param names, or None."""
-    if isinstance(value, dict) and value.get("keyring") == CREDENTIALS_SERVICE \
-            and set(value) <= {"keyring", "username"}:
-        return str(value.get("username") or "") or None
-    return None
-
-
-def pick_credential(parent: QWidget | None, current: str | None) -> str | None:
-    """Open the Credentials dialog to pick (or first add) a stored credential;
-    its name, or None if the user closed the dialog."""
-    from designer.credentials_dialog import open_credentials_dialog
-
-    return open_credentials_dialog(parent, current)
-
-
-def credentials_button(parent: QWidget, tip: str) -> QToolButton:
-    button = QToolButton(parent)
-    button.setObjectName("credentialsButton")
-    button.setText("Credentials…")
-    button.setToolTip(tip)
-    button.setCursor(Qt.CursorShape.PointingHandCursor)
-    return button
-
-
-class SecretEditor(ValueEditor):
-    """A secret is a reference: a stored credential's name (the Credentials
-    dialog keeps the secret in the system keyring), an environment variable
-    name, or a keyring service and user. There is deliberately no field for
-    the secret itself."""
-
-    merge = False  # each finished field is its own step
-
-    def __init__(self, spec: ParamSpec, parent: QWidget | None = None) -> None:
-        super().__init__(spec, parent)
-        self.kind = QComboBox(self)
-        self.kind.addItem("Environment variable", "env")
-        self.kind.addItem("Keyring entry", "keyring")
-        self.kind.addItem("Stored credential", "stored")
-        self.credentials_button = credentials_button(
-            self, "Pick a stored API key or password, or store a new one, in the system "
-                  "keyring; the flow keeps only its name")
-        self.credentials_button.clicked.connect(self._on_credentials)
-        self.stored = QLineEdit(self)
-        self.stored.setReadOnly(True)
-        self.stored.setPlaceholderText("None yet: click Credentials…")
-        self.env = QLineEdit(self)
-        self.env.setPlaceholderText("Variable name, e.g. SMTP_PASSWORD")
-        self.service = QLineEdit(self)
-        self.service.setPlaceholderText("Keyring service, e.g. switchboard-smtp")
-        self.username = QLineEdit(self)
-        self.username.setPlaceholderText("User name in the keyring")
-        for e in (self.stored, self.env, self.service, self.username):
-            e.setFont(mono_font())
-        self.status = _muted_label("", self)
-        self.note = _muted_label("Only this name is saved in the flow, never the secret.", self)
-        row = QHBoxLayout()
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.kind)
-        row.addStretch(1)
-        self.layout_.addLayout(row)
-        # The name field of the kind shown, with the button that picks a
-        # stored credential beside it (one line, whatever the kind).
-        field = QHBoxLayout()
-        field.setContentsMargins(0, 0, 0, 0)
-        field.setSpacing(6)
-        for e in (self.stored, self.env, self.service):
-            field.addWidget(e, 1)
-        field.addWidget(self.credentials_button)
-        self.layout_.addLayout(field)
-        for w in (self.username, self.status, self.note):
-            self.layout_.addWidget(w)
-        self.kind.activated.connect(self._on_kind)
-        # Applied when editing finishes, not per keystroke: someone who types
-        # the secret itself here by mistake must not leave a prefix of it in
-        # the flow on the way to the refusal.
-        for e in (self.env, self.service, self.username):
-            e.textEdited.connect(self._update_status)
-            e.editingFinished.connect(self._on_edit)
-        self._show_kind("env")
-
-    def _on_credentials(self) -> None:
-        current = stored_credential(self.value()) if self.value() is not INVALID else None
-        name = pick_credential(self.window(), current)
-        if not name:
-            return
-        value = {"keyring": CREDENTIALS_SERVICE, "username": name}
-        self.set_value(value)
-        self.value_changed.emit(value)
-
-    def _show_kind(self, kind: str) -> None:
-        self.stored.setVisible(kind == "stored")
-        self.env.setVisible(kind == "env")
-        self.service.setVisible(kind == "keyring")
-        self.username.setVisible(kind == "keyring")
-        self._update_status()
-
-    def _on_kind(self, _index: int) -> None:
-        kind = self.kind.currentData()
-        self._show_kind(kind)
-        if kind == "stored" and not self.stored.text():
-            self._on_credentials()  # nothing to show yet: pick one right away
-            if self.stored.text():
-                return  # applied by the pick
-        value = self.value()
-        if value is not INVALID:
-            self.value_changed.emit(value)
-
-    def _on_edit(self) -> None:
-        self._update_status()
-        value = self.value()
-        if value is not INVALID:
-            self.value_changed.emit(value)
-
-    def _update_status(self, _text: str = "") -> None:
-        if self.kind.currentData() == "env":
-            name = self.env.text().strip()
-            if not name:
-                self.status.setText("")
-            elif not _ENV_NAME.match(name):
-                self.status.setText("Not applied: a variable name has only letters, digits "
-                                    "and _. Enter the variable's name, not the secret.")
-            elif name != name.upper():
-                self.status.setText("Variable names are usually UPPER_CASE: is this the name "
-                                    "of the variable, not the secret itself?")
-            elif name in os.environ:
-                self.status.setText(f"✓ {name} is set in this environment")
-            else:
-                self.status.setText(f"{name} is not set in this environment; "
-                                    "set it before you run the flow")
-        else:
-            self.status.setText("")
-        self.status.setVisible(bool(self.status.text()))
-
-    def value(self) -> Any:
-        if self.kind.currentData() == "stored":
-            name = self.stored.text().strip()
-            return {"keyring": CREDENTIALS_SERVICE, "username": name} if name else None
-        if self.kind.currentData() == "env":
-            name = self.env.text().strip()
-            if not name:
-                return None
-            return {"env": name} if _ENV_NAME.match(name) else INVALID
-        service = self.service.text().strip()
-        if not service:
-            return None
-        return {"keyring": service, "username": self.username.text().strip()}
-
-    def set_value(self, value: Any) -> None:
-        if self.value() == value:
-            return
-        name = stored_credential(value)
-        if name is not None:
-            self.kind.setCurrentIndex(self.kind.findData("stored"))
-            self.stored.setText(name)
-        elif value is None and self.kind.currentData() == "stored":
-            self.stored.clear()
-        elif isinstance(value, dict) and "keyring" in value:
-            self.kind.setCurrentIndex(1)
-            self.service.setText(str(value.get("keyring", "")))
-            self.username.setText(str(value.get("username", "")))
-        else:
-            env = value.get("env", "") if isinstance(value, dict) else ""
-            if value is None and self.kind.currentData() == "keyring":
-                self.service.clear()
-                self.username.clear()
-            else:
-                self.kind.setCurrentIndex(0)
-                self.env.setText(str(env))
-        self._show_kind(self.kind.currentData())
 
 
 class JsonValueEditor(ValueEditor):
@@ -685,7 +454,7 @@ class ParamRow(QWidget):
         mark = ("required" if spec.required else "optional" if spec.optional else "")
         mark_color = REQUIRED_COLOR if spec.required else \
             self.palette().color(self.palette().ColorRole.PlaceholderText).name()
-        html = _esc(spec.label)
+        html = esc(spec.label)
         if mark:
             html += (f" &nbsp;<span style='color:{mark_color}; font-weight:400; "
                      f"font-size:small'>{mark}</span>")
@@ -755,7 +524,7 @@ class ParamRow(QWidget):
         # Expression: made when first needed (most params never are one)
         self.expression_editor: ExpressionEditor | None = None
 
-        self.help = _muted_label(spec.description, self)
+        self.help = muted_label(spec.description, self)
         self.help.setVisible(bool(spec.description))
         # What this choice hides of the other params (visible_if), so that
         # nothing disappears without a word.

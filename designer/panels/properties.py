@@ -38,6 +38,7 @@ from designer.document import FlowDocument
 from runtime.flow import Problem
 from runtime.spec import NodeSpec, ParamSpec, ParamValue, Scope
 
+from .editor_base import AI_COLOR, MESSAGE_COLOR, ValueEditor
 from .json_editor import AutoHeightText, format_json, mono_font
 from .mcp_tools import (
     TOOLS_PARAM,
@@ -49,21 +50,12 @@ from .mcp_tools import (
 )
 from .palette import plugin_note
 from .panel_style import CollapsibleSection, WheelGuard, is_dark, label, panel_style, section
-from .param_editors import (
-    AI_COLOR,
-    CREDENTIALS_SERVICE,
-    MESSAGE_COLOR,
-    EnumEditor,
-    ParamRow,
-    TurnsValueEditor,
-    ValueEditor,
-    credentials_button,
-    stored_credential,
-)
+from .param_editors import EnumEditor, ParamRow, TurnsValueEditor
 from .param_hint import ParamHints
 from .payload_editor import PayloadValueEditor
 from .pin_dialog import PinBanner
 from .properties_hooks import FlowHooksEditor
+from .secret_editor import CREDENTIALS_SERVICE, credentials_button, stored_credential
 from .tool_preview import agent_functions, hidden_params, hidden_summary, node_function
 from .tool_settings import ToolSettingsSection, policy_line
 

@@ -8,7 +8,7 @@ from designer.document import FlowDocument
 from runtime.spec import NodeSpec, Scope
 from runtime.tools import agent_tools, build_tool
 
-from .param_editors import AI_COLOR, MESSAGE_COLOR
+from .editor_base import AI_COLOR, MESSAGE_COLOR
 
 
 def agent_functions(doc: FlowDocument, agent_id: str) -> tuple[list[dict], list[str], str]:
