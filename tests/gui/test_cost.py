@@ -62,7 +62,7 @@ def prices(data_dir):
 def _run(fake_window, qtbot, flow):
     window = fake_window(flow)
     window.run_action.trigger()
-    qtbot.waitUntil(lambda: not window.session.controller.is_running, timeout=10000)
+    qtbot.waitUntil(lambda: not window.session.controller.is_running, timeout=60000)
     return window.session
 
 
