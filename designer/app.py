@@ -95,7 +95,7 @@ def run_designer(args) -> int:
     if hasattr(hints, "colorSchemeChanged"):
         hints.colorSchemeChanged.connect(lambda *a: window.follow_system_theme())
     window.show()
-    window.view.fit_all()
+    window.view.fit_readable()
     from PySide6.QtCore import QTimer
 
     # After a crash: with a flow named, offer its newer autosave (if any); on
@@ -112,7 +112,7 @@ def _screenshot(app, window, path: Path, size: tuple[int, int]) -> int:
     window.resize(*size)
     window.show()
     app.processEvents()
-    window.view.fit_all()
+    window.view.fit_readable()
     app.processEvents()
     if os.environ.get("SWITCHBOARD_TIMING"):  # read by benchmarks/designer_scale.py
         import time

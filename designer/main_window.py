@@ -104,8 +104,15 @@ class MainWindow(QMainWindow):
         self.view.file_dropped.connect(self.open_path)
         self.view.quick_add_requested.connect(self.editor.open_quick_add)
         self.scene.wire_dropped.connect(self.editor.open_wire_picker)
+        self.editor.type_over.connect(self._type_over)
         self.view.zoom_changed.connect(self._update_zoom)
         self.palette.add_requested.connect(self._add_from_palette)
+
+        # Shortcuts work as soon as a dialog closes (see _dialog_closed).
+        self._focus_before_dialog: QWidget | None = None
+        app = QApplication.instance()
+        if app is not None:
+            app.focusChanged.connect(self._focus_changed)
 
         self.resize(1360, 860)
         if restore_layout:
@@ -376,6 +383,57 @@ class MainWindow(QMainWindow):
         self.properties_dock.raise_()
         self.properties.setFocus()
 
+    # -- focus after a dialog -------------------------------------------------------
+    def _focus_changed(self, old: QWidget | None, now: QWidget | None) -> None:
+        """Where the keys went in this window before a dialog took them; and
+        a dialog of this window that closed leaving no widget with the keys
+        (no window manager gives the focus back, as under Xvfb): this window
+        takes them back (see _dialog_closed)."""
+        try:
+            if old is not None and now is not None and old.window() is self \
+                    and now.window() is not self:
+                self._focus_before_dialog = old
+            elif old is not None and now is None:
+                top = old.window()
+                parent = top.parentWidget() if top is not self else None
+                if parent is not None and parent.window() is self:
+                    # (with self as context: dropped if the window goes first)
+                    QTimer.singleShot(0, self, lambda: self._dialog_closed(top))
+        except RuntimeError:  # a widget deleted meanwhile
+            pass
+
+    def _dialog_closed(self, dialog: QWidget) -> None:
+        """Shortcuts work as soon as a dialog closes: with no window active,
+        this one is made active and the keys go back where they were. (A
+        dialog still shown lost the keys to another application: nothing
+        to do.)"""
+        try:
+            if dialog.isVisible():
+                return
+        except RuntimeError:
+            pass  # deleted: closed indeed
+        if QApplication.activeWindow() is not None or QApplication.activeModalWidget() is not None \
+                or not self.isVisible() or self.isMinimized():
+            return
+        self.activateWindow()
+        target = self._focus_before_dialog
+        try:
+            usable = target is not None and target.window() is self and target.isVisible()
+        except RuntimeError:  # deleted meanwhile (a form rebuilt)
+            usable = False
+        (target if usable else self.view).setFocus(Qt.FocusReason.ActiveWindowFocusReason)
+
+    def _type_over(self, node_id: str) -> None:
+        """A node just placed holds a sample payload: its field takes the
+        keys, the sample selected, so that typing replaces it."""
+        form = getattr(self.properties, "form", None)
+        row = form.rows.get("payload") if form is not None and form.node_id == node_id else None
+        edit = getattr(getattr(row, "value_editor", None), "edit", None)
+        if edit is not None:
+            self.properties_dock.show()
+            edit.setFocus(Qt.FocusReason.OtherFocusReason)
+            edit.selectAll()
+
     def _add_from_palette(self, type_id: str) -> None:
         self.editor.add_node(type_id)
         self.view.setFocus()
@@ -524,8 +582,9 @@ class MainWindow(QMainWindow):
         if not as_copy:
             self.add_recent(path)
         self.scene.clearSelection()
-        QTimer.singleShot(0, self.view.fit_all)
-        self.view.fit_all()
+        # Again once the window is laid out (the view's size is final then).
+        QTimer.singleShot(0, self.view.fit_readable)
+        self.view.fit_readable()
         if recover and not as_copy:
             self.offer_recovery(path)
         return True
@@ -631,7 +690,7 @@ class MainWindow(QMainWindow):
         self._update_title()
         recovery.discard()
         self.autosave.save_now()
-        self.view.fit_all()
+        self.view.fit_readable()
 
     # -- theme ------------------------------------------------------------------------
     def set_theme(self, mode: str) -> None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 
-from PySide6.QtCore import QMimeData, QObject, QPointF
+from PySide6.QtCore import QMimeData, QObject, QPoint, QPointF, QRect, QSize, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication
 
 from runtime.flow import Wire, parse_flow
 
@@ -28,6 +29,7 @@ from ..commands import (
 from .items import GRID, HEADER_H, NODE_W, snap
 from .scene import FlowScene
 from .view import FlowView
+from .wiring import SAMPLE_PROMPT, wire_defaults
 
 #: The height of a node not yet drawn (pasted from another window), for
 #: placing copies; a plain node with one row of chips.
@@ -35,11 +37,15 @@ TYPICAL_NODE_H = 64.0
 
 
 class CanvasEditor(QObject):
+    #: A node just placed holds a sample value to type over (its payload).
+    type_over = Signal(str)
+
     def __init__(self, scene: FlowScene, view: FlowView, parent=None) -> None:
         super().__init__(parent)
         self.scene, self.view = scene, view
         self.doc = scene.doc
         self._quick_add = None
+        self._type_over_next: str | None = None  # a node placed to type over
 
     def node_origin(self, at: QPointF) -> tuple[float, float]:
         """Top-left of a new node whose header is centred on ``at``."""
@@ -187,9 +193,11 @@ class CanvasEditor(QObject):
                 return bool(spec.inputs)
         self._close_quick_add()
         popup = QuickAdd(self.doc.registry, self.view, accept=accept)
+        suggest_first(popup, suggestions(kind))
         popup.chosen.connect(lambda type_id: self._add_connected(type_id, at, node_id, port, kind))
+        popup.chosen.connect(self._back_from_picker)
         self._quick_add = popup
-        popup.open_at(global_pos)
+        popup.open_at(inside_window(self.view.window(), global_pos, popup.size()))
         return popup
 
     def _add_connected(self, type_id: str, at: QPointF, node_id: str, port: str,
@@ -197,10 +205,11 @@ class CanvasEditor(QObject):
         spec = self.doc.registry.spec(type_id)
         if spec is None:
             return None
+        remember_pick(kind, type_id)
         stack = self.doc.undo_stack
         stack.beginMacro(f"Add {spec.name} and connect")
         try:
-            new_id = self.add_node(type_id, at)
+            new_id = self.add_node(type_id, self._place_in_sight(at))
             if new_id is None:
                 return None
             if kind == "in":
@@ -209,10 +218,56 @@ class CanvasEditor(QObject):
             else:
                 ends = (node_id, port, new_id, spec.inputs[0].name) if spec.inputs else None
             if ends and self.doc.can_connect(*ends)[0]:
-                stack.push(AddWire(self.doc, Wire(source=ends[:2], target=ends[2:])))
+                wire = Wire(source=ends[:2], target=ends[2:])
+                stack.push(AddWire(self.doc, wire))
+                said = wire_defaults(self.doc, wire)
+                if said:
+                    self.scene.message.emit("; ".join(said))
+                if kind == "in" and self._sampled(new_id):
+                    # A new Inject placed before an agent: its sample prompt
+                    # waits in the payload field, selected, to be typed over
+                    # (once the picker has gone: see _refocus).
+                    self._type_over_next = new_id
             return new_id
         finally:
             stack.endMacro()
+
+    def _place_in_sight(self, at: QPointF) -> QPointF:
+        """Where a node whose header is centred on ``at`` lies wholly in the
+        canvas's view: a wire dropped near its edge places the node inside,
+        not half under a panel."""
+        seen = self.view.mapToScene(self.view.viewport().rect()).boundingRect().adjusted(
+            GRID, GRID, -GRID, -GRID)
+        half = NODE_W / 2
+        x = min(max(at.x(), seen.left() + half), seen.right() - half)
+        y = min(max(at.y(), seen.top() + HEADER_H / 2),
+                seen.bottom() - TYPICAL_NODE_H + HEADER_H / 2)
+        if seen.width() < NODE_W or seen.height() < TYPICAL_NODE_H:
+            return at  # a view too small for a node: leave it where it was dropped
+        return QPointF(x, y)
+
+    def _back_from_picker(self, _type_id: str = "") -> None:
+        """The picker closed on a choice: it goes, and the keys come back to
+        the window (a popup that closes leaves none active where no window
+        manager hands them back), to the canvas unless a field took them."""
+        self._close_quick_add()
+        QTimer.singleShot(0, self, self._refocus)
+
+    def _refocus(self) -> None:
+        window = self.view.window()
+        if window is not None and QApplication.activeWindow() is not window:
+            window.activateWindow()
+        node, self._type_over_next = self._type_over_next, None
+        if node is not None:
+            self.type_over.emit(node)
+        focus = QApplication.focusWidget()
+        if focus is None or focus.window() is not window:
+            self.view.setFocus()
+
+    def _sampled(self, node_id: str) -> bool:
+        fnode = self.doc.node(node_id)
+        payload = fnode.params.get("payload") if fnode is not None else None
+        return payload is not None and payload.value == SAMPLE_PROMPT
 
     def _close_quick_add(self) -> None:
         if self._quick_add is not None:
@@ -226,6 +281,84 @@ class CanvasEditor(QObject):
         self._close_quick_add()
         popup = QuickAdd(self.doc.registry, self.view)
         popup.chosen.connect(lambda type_id: self.add_node(type_id, at))
+        popup.chosen.connect(self._back_from_picker)
         self._quick_add = popup
         popup.open_at(global_pos, text)
         return popup
+
+
+# -- the wire-drop picker's order ---------------------------------------------------
+
+#: What a dropped wire most likely wants next, by the kind of port it left:
+#: an output shows its messages in a Debug node; an input is fed by an
+#: Inject; an agent's first tool is often mail or a web request. The user's
+#: own recent picks come before these.
+SUGGESTED = {"out": ["core.debug"], "in": ["core.inject"],
+             "tools": ["mail.send", "http.request"]}
+RECENT_KEY = "canvas/recent_picks/{}"
+MAX_RECENT = 3
+
+
+def _settings():
+    from ..main_window import settings
+
+    return settings()
+
+
+def suggestions(kind: str) -> list[str]:
+    """Types the picker lists first for a wire from a port of this kind:
+    the user's recent picks, then SUGGESTED."""
+    recent = _settings().value(RECENT_KEY.format(kind), [])
+    if isinstance(recent, str):
+        recent = [recent]
+    out: list[str] = []
+    for type_id in [*(recent or []), *SUGGESTED.get(kind, [])]:
+        if isinstance(type_id, str) and type_id not in out:
+            out.append(type_id)
+    return out
+
+
+def remember_pick(kind: str, type_id: str) -> None:
+    key = RECENT_KEY.format(kind)
+    recent = _settings().value(key, [])
+    if isinstance(recent, str):
+        recent = [recent]
+    picks = [type_id] + [t for t in (recent or []) if t != type_id]
+    _settings().setValue(key, picks[:MAX_RECENT])
+
+
+def suggest_first(popup, type_ids: list[str]) -> None:
+    """Move the suggested types to the top of a picker's list (those it
+    offers), in order, and make the first shown entry the current one."""
+    from ..panels.palette import TYPE_ROLE
+
+    lst = popup.list
+    for target, type_id in enumerate(t for t in type_ids if t in popup.visible_types()):
+        for row in range(lst.count()):
+            if lst.item(row).data(TYPE_ROLE) == type_id:
+                if row != target:
+                    lst.insertItem(target, lst.takeItem(row))
+                break
+    for row in range(lst.count()):
+        if not lst.item(row).isHidden():
+            lst.setCurrentRow(row)
+            break
+
+
+def inside_window(window, at: QPoint, size: QSize) -> QPoint:
+    """Where a popup of ``size`` opened at ``at`` (global) lies wholly inside
+    the window and its screen: moved left of a right edge, and above the
+    point where it would run past the bottom."""
+    area = window.frameGeometry() if window is not None else QRect()
+    screen = QGuiApplication.screenAt(at) or QGuiApplication.primaryScreen()
+    if screen is not None:
+        area = area.intersected(screen.availableGeometry()) if not area.isEmpty() \
+            else screen.availableGeometry()
+    if area.isEmpty():
+        return at
+    x, y = at.x(), at.y()
+    if x + size.width() > area.right():
+        x = max(area.left(), area.right() - size.width())
+    if y + size.height() > area.bottom():
+        y = max(area.top(), min(area.bottom(), at.y()) - size.height())
+    return QPoint(x, y)

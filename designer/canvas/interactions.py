@@ -16,8 +16,9 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsRectItem
 
 from runtime.flow import Wire
 
-from ..commands import AddWire, MoveNodes
+from ..commands import MoveNodes
 from .items import GRID, PORT_HIT, DraftWire, NodeItem, PortInfo, snap, style
+from .wiring import connect
 
 if TYPE_CHECKING:
     from .scene import FlowScene
@@ -131,9 +132,8 @@ class NewWire(Interaction):
         self.mouse_move(event)
         if self.target and self.ok:
             src, sport, dst, dport = self._endpoints(*self.target)
-            self.scene.doc.undo_stack.push(
-                AddWire(self.scene.doc, Wire(source=(src, sport), target=(dst, dport))))
-            self.scene.message.emit("")
+            said = connect(self.scene.doc, Wire(source=(src, sport), target=(dst, dport)))
+            self.scene.message.emit("; ".join(said))
         elif self.target:
             self.scene.message.emit(f"Not connected: {self.reason}")
         elif QLineF(self.node.mapToScene(self.port.pos), event.scenePos()).length() > PORT_HIT * 3:

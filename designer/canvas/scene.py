@@ -129,6 +129,15 @@ class FlowScene(QGraphicsScene):
                 rect = rect.united(item.sceneBoundingRect())
         return rect
 
+    def flow_rect(self) -> QRectF:
+        """The area the nodes and their wires cover: a wire that loops back
+        reaches past the nodes it joins."""
+        rect = self.nodes_rect()
+        for wire in self._wires:
+            # The drawn curve, not its control points (they reach far out).
+            rect = rect.united(wire.mapRectToScene(wire.shape().boundingRect()))
+        return rect
+
     # -- building from the document -----------------------------------------
     def _make_node(self, node_id: str) -> NodeItem:
         item = NodeItem(node_id, look_for(self.doc, node_id))

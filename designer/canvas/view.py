@@ -13,6 +13,8 @@ from .scene import FlowScene
 
 NODE_MIME = "application/x-switchboard-node-type"
 MIN_ZOOM, MAX_ZOOM = 0.03, 3.0
+#: The least zoom an opened flow is shown at: node titles and ports read well.
+READABLE_ZOOM = 0.8
 
 
 def flow_file_from_mime(mime) -> str | None:
@@ -142,7 +144,10 @@ class FlowView(QGraphicsView):
     def reset_zoom(self) -> None:
         self.set_zoom(1.0)
 
-    def fit_rect(self, rect: QRectF, max_zoom: float = 1.0) -> None:
+    def fit_rect(self, rect: QRectF, max_zoom: float = 1.0, min_zoom: float = MIN_ZOOM) -> None:
+        """Show ``rect`` whole, at most at ``max_zoom``; where that would take
+        less than ``min_zoom``, show it at ``min_zoom`` from its top left
+        (the rest is a scroll away)."""
         if rect.isNull() or rect.isEmpty():
             self.set_zoom(1.0)
             self.centerOn(0, 0)
@@ -150,11 +155,27 @@ class FlowView(QGraphicsView):
         rect = rect.adjusted(-40, -40, 40, 40)
         vp = self.viewport().rect()
         scale = min(vp.width() / rect.width(), vp.height() / rect.height())
-        self.set_zoom(min(max_zoom, scale))
-        self.centerOn(rect.center())
+        zoom = max(min_zoom, min(max_zoom, scale))
+        self.set_zoom(zoom)
+        if zoom <= scale + 1e-9:
+            self.centerOn(rect.center())
+            return
+        # Too big to show whole at a readable zoom: start at its top left,
+        # centred along a side that fits.
+        half_w, half_h = vp.width() / 2 / zoom, vp.height() / 2 / zoom
+        x = rect.center().x() if rect.width() * zoom <= vp.width() else rect.left() + half_w
+        y = rect.center().y() if rect.height() * zoom <= vp.height() else rect.top() + half_h
+        self.centerOn(x, y)
 
     def fit_all(self) -> None:
-        self.fit_rect(self.flow_scene.nodes_rect())
+        """View > Fit to Window (F): the whole flow, however small."""
+        self.fit_rect(self.flow_scene.flow_rect())
+
+    def fit_readable(self) -> None:
+        """How an opened flow is shown: whole if it fits at a zoom where
+        node titles read well (READABLE_ZOOM or more), else at that zoom
+        from its top left, to scroll, never shrunk past reading."""
+        self.fit_rect(self.flow_scene.flow_rect(), min_zoom=READABLE_ZOOM)
 
     def center_on_node(self, node_id: str) -> None:
         item = self.flow_scene.item_for_node(node_id)

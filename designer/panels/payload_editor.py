@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QTextOption
 from PySide6.QtWidgets import QWidget
 
@@ -41,6 +42,8 @@ class PayloadValueEditor(ValueEditor):
                              "name)")
         self.layout_.addWidget(self.edit)
         self._json_value = False  # the shown value is JSON (an old flow), not text
+        self._sample = False  # the sample prompt is shown, not yet clicked into
+        self.edit.viewport().installEventFilter(self)
         self.edit.textChanged.connect(lambda: self.value_changed.emit(self.value()))
 
     def value(self) -> Any:
@@ -63,3 +66,22 @@ class PayloadValueEditor(ValueEditor):
         self.edit.setPlainText(text)
         self.edit.blockSignals(False)
         self.edit.refit()
+        from ..canvas.wiring import SAMPLE_PROMPT
+
+        # A sample prompt (a new Inject before an agent) is there to be typed
+        # over: shown selected, and the first click selects it all again.
+        self._sample = text == SAMPLE_PROMPT
+        if self._sample:
+            self.edit.selectAll()
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt override
+        if obj is self.edit.viewport() and self._sample \
+                and event.type() in (QEvent.Type.MouseButtonPress, QEvent.Type.MouseButtonRelease):
+            # The first click on the sample takes the keys with it all
+            # selected (a click would otherwise drop the selection).
+            if event.type() == QEvent.Type.MouseButtonRelease:
+                self._sample = False
+            self.edit.setFocus(Qt.FocusReason.MouseFocusReason)
+            self.edit.selectAll()
+            return True
+        return super().eventFilter(obj, event)
