@@ -9,24 +9,27 @@ from __future__ import annotations
 
 from ..flow import TOOL_NAME_RE
 from .bridge import (
-    AGENT_TOOL_SCHEMA,
     DEFAULT_TOOL_TIMEOUT,
     HANDOFF,
-    HANDOFF_SCHEMA,
     MAX_BACKGROUND_TASKS,
     MAX_HANDOFF_DOCUMENTS,
     MAX_TOOL_CALLS_PER_TURN,
     PROGRESS_INTERVAL,
     TASK_CANCEL,
     TASK_STATUS,
-    TRACKING_SCHEMA,
     AgentCalls,
     CallStatus,
     ToolBridge,
-    ToolDef,
     ToolOutcome,
     _cancel_all,
     _resume,
+    new_caller_id,
+)
+from .schema import (
+    AGENT_TOOL_SCHEMA,
+    HANDOFF_SCHEMA,
+    TRACKING_SCHEMA,
+    ToolDef,
     agent_tool_specs,
     agent_tools,
     ai_params,
@@ -35,7 +38,6 @@ from .bridge import (
     compile_check,
     flat_schema,
     function_spec,
-    new_caller_id,
     strict_compatible,
     tool_schema,
 )
