@@ -22,12 +22,17 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 from .. import theme
 from .items import NODE_W, PORT_HIT, NodeItem, WireItem, style, wire_path
 
-GUTTER_X = -18.0  # the dot's centre, left of the input port (which sits at x = 0)
-GUTTER_R = 5.0
-GUTTER_LEFT = -27.0  # what a click hits: from here to the port's own hit disc
+GUTTER_X = -19.0  # the dot's centre, left of the input port (which sits at x = 0)
+GUTTER_R = 7.0  # the dot's radius in scene units: 14 px across at 100 %
+# Zoomed out, the dot keeps DOT_MIN_PX across on screen (at 80 %, the zoom
+# an example may open at, a 5-unit dot was 7 px of red: hard to see, harder
+# to hit), up to GUTTER_R_MAX units, clear of the input port.
+DOT_MIN_PX = 14.0
+GUTTER_R_MAX = 11.0
+GUTTER_LEFT = -31.0  # what a click hits: from here to the port's own hit disc
 GUTTER_HALF_H = 8.0
 WIRE_AT = 0.72  # where on a wire its dot sits: past the middle (its message count's chip)
-WIRE_DOT_HIT = GUTTER_R + 3  # what a click on a wire's dot hits, around its centre
+WIRE_DOT_HIT = 3.0  # what a click on a wire's dot hits: the dot and this much around it
 GUTTER_HINT = ("Click to stop messages at this input (a breakpoint); "
                "right-click for a conditional one")
 WIRE_DOT_HINT = "Click to remove this breakpoint; right-click to edit its condition"
@@ -57,24 +62,44 @@ def gutter_port(item: NodeItem, scene_pos: QPointF) -> Any:
     return None
 
 
+def dot_radius(scale: float) -> float:
+    """The dot's radius in scene units at the view's ``scale`` (its zoom)."""
+    if scale <= 0:
+        return GUTTER_R
+    return min(GUTTER_R_MAX, max(GUTTER_R, DOT_MIN_PX / 2 / scale))
+
+
+def view_scale(scene: QGraphicsScene | None) -> float:
+    views = scene.views() if scene is not None else []
+    return views[0].transform().m11() if views else 1.0
+
+
 def paint_dot(painter: QPainter, center: QPointF, state: str) -> None:
     """A breakpoint's dot: ``set``, ``conditional`` (a white bar across) or
-    ``hover`` (faint: click to set)."""
+    ``hover`` (faint: click to set). Its size follows the zoom (dot_radius);
+    its ring is 1.5 px on screen whatever the zoom."""
     red = breakpoint_color()
+    scale = painter.worldTransform().m11()
+    r = dot_radius(scale)
     painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
     if state == "hover":
         red.setAlpha(110)
         painter.setPen(Qt.PenStyle.NoPen)
     else:
-        painter.setPen(QPen(style().node, 1.5))
+        ring = QPen(style().node, 1.5)
+        ring.setCosmetic(True)
+        painter.setPen(ring)
     painter.setBrush(red)
-    painter.drawEllipse(center, GUTTER_R, GUTTER_R)
+    painter.drawEllipse(center, r, r)
     if state == "conditional":
-        painter.setPen(QPen(QColor("#ffffff"), 1.4))
-        painter.drawLine(QPointF(center.x() - 2.6, center.y() - 1.3),
-                         QPointF(center.x() + 2.6, center.y() - 1.3))
-        painter.drawLine(QPointF(center.x() - 2.6, center.y() + 1.3),
-                         QPointF(center.x() + 2.6, center.y() + 1.3))
+        bar = QPen(QColor("#ffffff"), 1.6)
+        bar.setCosmetic(True)
+        painter.setPen(bar)
+        half, gap = r * 0.55, r * 0.27
+        painter.drawLine(QPointF(center.x() - half, center.y() - gap),
+                         QPointF(center.x() + half, center.y() - gap))
+        painter.drawLine(QPointF(center.x() - half, center.y() + gap),
+                         QPointF(center.x() + half, center.y() + gap))
 
 
 class GutterDot(QGraphicsItem):
@@ -93,7 +118,7 @@ class GutterDot(QGraphicsItem):
             self.update()
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
-        r = GUTTER_R + 2
+        r = GUTTER_R_MAX + 2
         return QRectF(-r, -r, 2 * r, 2 * r)
 
     def paint(self, painter: QPainter, option: Any, widget: Any = None) -> None:
@@ -173,7 +198,8 @@ class WireMark(QGraphicsItem):
         return self.path().pointAtPercent(WIRE_AT)
 
     def follow(self) -> None:
-        rect = self.path().controlPointRect().adjusted(-10, -10, 10, 10)
+        pad = GUTTER_R_MAX + 4
+        rect = self.path().controlPointRect().adjusted(-pad, -pad, pad, pad)
         if rect != self._rect:
             self.prepareGeometryChange()
             self._rect = rect
@@ -294,9 +320,10 @@ class CanvasMarks:
     def wire_dot_at(self, pos: QPointF) -> int | None:
         """The index of the wire whose breakpoint dot is under ``pos``, or
         None (a wire that only glows, with no breakpoint, has no dot)."""
+        hit = dot_radius(view_scale(self.scene)) + WIRE_DOT_HIT
         for index, mark in self._wires.items():
             if mark.dot and _alive(mark.wire) and \
-                    QLineF(mark.dot_pos(), pos).length() <= WIRE_DOT_HIT:
+                    QLineF(mark.dot_pos(), pos).length() <= hit:
                 return index
         return None
 

@@ -541,3 +541,70 @@ def test_the_tools_table_shows_each_description_whole_and_its_header_uncrowded(
     settle()
     shot(window, "mcp-tools-table")
     assert_fits(window)
+
+
+# -- a breakpoint's dot ---------------------------------------------------------------------------
+def red_width(window, node_id: str) -> int:
+    """How many pixels across the breakpoint's red dot left of the node's
+    input is on screen (its widest row of red)."""
+    from PySide6.QtCore import QPointF
+    from PySide6.QtGui import QColor
+
+    from designer import theme
+    from designer.canvas.breakpoint_marks import GUTTER_X, input_ports
+
+    item = window.scene.item_for_node(node_id)
+    port = input_ports(item)[0]
+    center = window.view.mapFromScene(item.mapToScene(QPointF(GUTTER_X, port.pos.y())))
+    image = window.view.viewport().grab().toImage()
+    red = QColor(theme.current().error)
+    widest = 0
+    for y in range(center.y() - 12, center.y() + 13):
+        xs = [x for x in range(center.x() - 16, center.x() + 17)
+              if abs(QColor(image.pixel(x, y)).red() - red.red()) < 40
+              and abs(QColor(image.pixel(x, y)).green() - red.green()) < 40
+              and abs(QColor(image.pixel(x, y)).blue() - red.blue()) < 40]
+        if xs:
+            widest = max(widest, max(xs) - min(xs) + 1)
+    return widest
+
+
+def test_a_breakpoint_dot_is_easy_to_see_at_the_zoom_an_example_opens_with(open_window, qtbot):
+    from PySide6.QtCore import QPointF
+
+    from designer.canvas import view
+    from designer.canvas.breakpoint_marks import GUTTER_X, input_ports
+    from tests.gui.inspector_fixtures import EXAMPLES
+
+    readable = getattr(view, "READABLE_ZOOM", 0.8)  # the least zoom a flow opens at
+
+    window = open_window(EXAMPLES / "order-triage.flow.json")
+    settle()
+    opened_at = window.view.zoom()
+    assert readable <= opened_at <= 1.0
+    node = "triage" if window.document.node("triage") is not None else next(
+        n.id for n in window.document.flow.nodes
+        if input_ports(window.scene.item_for_node(n.id)))
+    item = window.scene.item_for_node(node)
+    port = input_ports(item)[0]
+    at = window.view.mapFromScene(item.mapToScene(QPointF(GUTTER_X, port.pos.y())))
+    qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton, pos=at)  # sets it
+    settle()
+    assert window.run_session.debugging.store.for_node(node) is not None
+    sizes = {opened_at: red_width(window, node)}
+    shot(window, "breakpoint-dot")
+    for zoom in (readable, 0.6, 1.0, 1.5):
+        window.view.set_zoom(zoom)
+        window.view.centerOn(item)
+        settle()
+        sizes[zoom] = red_width(window, node)
+    assert all(width >= 11 for zoom, width in sizes.items() if zoom >= 0.6), \
+        f"red dot widths by zoom: {sizes}"
+    assert sizes[1.5] > sizes[1.0]  # closer in, it grows with the card
+    # A click on it removes it, at a zoom where it would have been 7 px.
+    window.view.set_zoom(readable)
+    window.view.centerOn(item)
+    settle()
+    at = window.view.mapFromScene(item.mapToScene(QPointF(GUTTER_X, port.pos.y())))
+    qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton, pos=at)
+    assert window.run_session.debugging.store.for_node(node) is None
