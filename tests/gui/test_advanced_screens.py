@@ -608,3 +608,59 @@ def test_a_breakpoint_dot_is_easy_to_see_at_the_zoom_an_example_opens_with(open_
     at = window.view.mapFromScene(item.mapToScene(QPointF(GUTTER_X, port.pos.y())))
     qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton, pos=at)
     assert window.run_session.debugging.store.for_node(node) is None
+
+
+# -- Compare Runs ---------------------------------------------------------------------------------
+def test_compare_runs_tints_a_duration_that_differs(open_window, qtbot, tmp_path):
+    from PySide6.QtWidgets import QApplication
+
+    from designer.panels.inspector.diff_view import Page
+    from designer.panels.inspector.inspector import TAB_HISTORY
+
+    path = write_flow(tmp_path, {"name": "Warehouse check", "nodes": [
+        {"id": "orders", "type": "core.inject", "name": "Orders", "position": [60, 160],
+         "params": {"payload": fixed({"order": "A-1001"})}},
+        {"id": "wait", "type": "core.delay", "name": "Warehouse", "position": [300, 160],
+         "params": {"seconds": fixed(0.05)}},
+        {"id": "show", "type": "core.debug", "name": "Show", "position": [540, 160]}],
+        "wires": [{"from": ["orders", "out"], "to": ["wait", "in"]},
+                  {"from": ["wait", "out"], "to": ["show", "in"]}]}, "warehouse")
+    window = open_window(path)
+    run_and_wait(qtbot, window)
+    # The warehouse got slow: the same flow, its delay 0.8 s.
+    window.select_node("wait")
+    settle()
+    seconds = window.properties.form.rows["seconds"].value_editor.edit
+    type_into(qtbot, seconds, "0.8")
+    assert window.document.node("wait").params["seconds"].value == 0.8
+    run_and_wait(qtbot, window)
+
+    inspector = window.run_session.inspector
+    inspector.tabs.setCurrentIndex(TAB_HISTORY)
+    settle()
+    history = inspector.history_tab
+    tree = history.tree
+    for i in range(2):
+        qtbot.mouseClick(tree.viewport(), Qt.MouseButton.LeftButton,
+                         Qt.KeyboardModifier.ControlModifier,
+                         pos=tree.visualItemRect(tree.topLevelItem(i)).center())
+    assert len(tree.selectedItems()) == 2
+    qtbot.mouseClick(history.compare_button, Qt.MouseButton.LeftButton)
+    dialog = next(w for w in QApplication.topLevelWidgets()
+                  if w.objectName() == "CompareRunsDialog" and w.isVisible())
+    try:
+        page = Page(dialog.view.pair)
+        html = page.build()
+        tinted = [row for row in html.split("<tr") if page.tint_row in row]
+        assert any("Warehouse (wait)" in row and "(+" in row for row in tinted), \
+            "the Warehouse's duration differs (50 ms against 800 ms) and is not tinted"
+        assert any("Duration" in row for row in tinted)  # the run's, in the summary
+        assert not any("Show (show)" in row for row in tinted)  # the same, give or take
+        text = dialog.view.text()
+        assert "Durations" in text and "(+" in text
+        dialog.view.browser.verticalScrollBar().setValue(
+            dialog.view.browser.verticalScrollBar().maximum())
+        settle()
+        shot(dialog, "compare-durations")
+    finally:
+        dialog.close()

@@ -50,6 +50,11 @@ MAX_LINES = 80
 MAX_STRING = 600
 #: Characters of compact JSON kept on one line (a short list, a small object).
 ONE_LINE = 56
+#: A duration differs when the longer is this much longer than the shorter,
+#: and by at least DURATION_MIN_MS: two runs never take exactly as long, and
+#: a few milliseconds either way is noise, not a difference to look at.
+DURATION_RATIO = 1.25
+DURATION_MIN_MS = 100.0
 
 SECTION_TITLES = {
     "flow": "Flow: what was set differently",
@@ -127,6 +132,27 @@ def json_lines(value: Any, path: str = "", depth: int = 0, key: Any = None,
         lines += json_lines(v, child, depth + 1, name, n == len(items) - 1)
     lines.append((depth, brackets[1] + comma, path))
     return lines
+
+
+def duration_differs(a: Any, b: Any) -> bool:
+    """Whether two durations (ms; None or ABSENT where a run has none)
+    differ enough to point at: one run has it and the other not, or the
+    longer is DURATION_RATIO times the shorter and DURATION_MIN_MS more."""
+    a = a if isinstance(a, (int, float)) else None
+    b = b if isinstance(b, (int, float)) else None
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    low, high = sorted((a, b))
+    return high - low >= DURATION_MIN_MS and high >= low * DURATION_RATIO
+
+
+def duration_change(a: Any, b: Any) -> str:
+    """B against A, as a signed duration: "+2.4 s", "−850 ms"; "" when
+    either is missing."""
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        return ""
+    delta = b - a
+    return ("+" if delta >= 0 else "−") + fmt_duration(abs(delta))
 
 
 def changed(path: str, paths: set[str]) -> bool:
@@ -254,12 +280,14 @@ class Page:
                 continue  # no LLM, no paid tool: nothing to say
             if r["field"] == "duration_ms":
                 cells = [fmt_duration(v) if v is not ABSENT else "—" for v in (a, b)]
+                if duration_differs(a, b):
+                    cells[1] += f" ({duration_change(a, b)})"
             elif r["field"] in ("cost_usd", "tool_cost_usd"):
                 cells = [fmt_usd(v) if isinstance(v, (int, float)) else "—" for v in (a, b)]
             else:
                 cells = ["—" if v is ABSENT else f"{v:,}" if isinstance(v, int) else str(v)
                          for v in (a, b)]
-            differs = not r["same"] and r["field"] != "duration_ms"
+            differs = duration_differs(a, b) if r["field"] == "duration_ms" else not r["same"]
             rows.append(([self.esc(label.get(r["field"], r["field"]))]
                          + [self.esc(c) for c in cells], differs))
         self.heading("Summary")
@@ -343,13 +371,18 @@ class Page:
         self.table(["Agent", "A", "B"], rows, [18, 41, 41])
 
     def durations(self) -> None:
+        """Every node's (and the run's) time; a row whose times differ by
+        more than noise (duration_differs) is tinted, B saying by how much."""
         self.heading(SECTION_TITLES["durations"])
         rows = []
         for c in self.pair.diff["durations"]:
             name = "Total" if c["node"] == "(total)" else self.pair.who(c["node"])
-            rows.append(([self.esc(name)] + [self.esc(fmt_duration(c.get(k)) if c.get(k)
-                                                       is not None else "—") for k in "ab"],
-                         False))
+            a, b = c.get("a"), c.get("b")
+            cells = [fmt_duration(v) if isinstance(v, (int, float)) else "—" for v in (a, b)]
+            differs = duration_differs(a, b)
+            if differs and duration_change(a, b):
+                cells[1] += f" ({duration_change(a, b)})"
+            rows.append(([self.esc(name)] + [self.esc(t) for t in cells], differs))
         self.table(["Node", "A", "B"], rows, [30, 35, 35])
 
 
