@@ -165,8 +165,8 @@ def save_screenshots(out_dir: str = "docs/img") -> None:
     from designer import theme
     from designer.document import FlowDocument
     from designer.main_window import MainWindow
+    from designer.panels.form_rules import TOOL_SETTINGS, remember_section
     from designer.panels.inspector.inspector import TAB_NAMES
-    from designer.panels.properties import TOOL_SETTINGS, remember_section
     from designer.run_controller import qt_event_loop
 
     qt_event_loop()

@@ -12,8 +12,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
 from designer.commands import SetParam
 from designer.document import FlowDocument
-from designer.panels import PropertiesPanel
-from designer.panels import properties as properties_module
+from designer.panels import PropertiesPanel, form_rules
 from runtime.flow import Flow, FlowNode
 from runtime.registry import Registry
 from runtime.spec import ParamValue, Scope
@@ -25,9 +24,9 @@ from .properties_fixtures import fake_flow, fake_registry, real_email_flow
 @pytest.fixture(autouse=True)
 def _fresh_section_memory():
     """Open/closed is remembered for the session; each test starts afresh."""
-    properties_module._open_sections.clear()
+    form_rules._open_sections.clear()
     yield
-    properties_module._open_sections.clear()
+    form_rules._open_sections.clear()
 
 
 @pytest.fixture
