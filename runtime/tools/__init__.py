@@ -14,14 +14,16 @@ from .bridge import (
     MAX_BACKGROUND_TASKS,
     MAX_HANDOFF_DOCUMENTS,
     MAX_TOOL_CALLS_PER_TURN,
-    PROGRESS_INTERVAL,
     TASK_CANCEL,
     TASK_STATUS,
+    ToolBridge,
+    _cancel_all,
+)
+from .calls import (
+    PROGRESS_INTERVAL,
     AgentCalls,
     CallStatus,
-    ToolBridge,
     ToolOutcome,
-    _cancel_all,
     _resume,
     new_caller_id,
 )

@@ -1,0 +1,261 @@
+"""One tool call's state, from the LLM's request to its outcome: the call
+on its way (its node's first step, and the rest if it did not finish in
+it), the call waiting for a person or held at a breakpoint, its live
+status (``tool.status`` events and progress) and what it came to
+(``ToolOutcome``, the text the LLM gets back). ``runtime.tools.bridge``
+makes and drives them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import types
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..arguments import masked, short
+from ..events import ToolStatus
+from ..message import to_jsonable
+from ..node import redact
+from .schema import ToolDef
+
+#: Least seconds between two progress events of one call (the last one
+#: before a call ends is dropped if it came too soon: the end says more).
+PROGRESS_INTERVAL = 0.25
+
+
+@dataclass(slots=True)
+class ToolOutcome:
+    """What one tool call came to: ``success`` (data), ``error`` (the node
+    failed or timed out) or ``refused`` (the node never ran)."""
+
+    call_id: str  # the LLM's id for the call, echoed back to it
+    caller_id: str  # ours: unique per call in this process
+    tool: str
+    node: str
+    args: Any
+    status: str
+    data: Any = None
+    error: str = ""
+    ms: float = 0.0
+    #: The arguments broke a bound and ``args`` holds a short preview of them.
+    bounded: bool = False
+    #: A background call's id (its "started" answer and its final result).
+    tracking_id: str = ""
+    #: The call was cancelled (the run stopped, task_cancel): status "error".
+    cancelled: bool = False
+    _content: str | None = field(default=None, repr=False, compare=False)
+
+    def content(self) -> str:
+        """The text the LLM gets back; a secret a node put in its outputs is
+        masked (errors already are). Made once: the conversation and the
+        cost meter both read it."""
+        if self._content is None:
+            self._content = self._text()
+        return self._content
+
+    def _text(self) -> str:
+        if self.status == "success":
+            try:
+                text = json.dumps(self.data, ensure_ascii=False, default=str)
+            except (TypeError, ValueError):
+                text = json.dumps(to_jsonable(self.data), ensure_ascii=False)
+            return redact(text)
+        prefix = {"refused": "refused: ", "rejected": "rejected: "}.get(self.status, "")
+        return json.dumps({"error": prefix + self.error}, ensure_ascii=False)
+
+    def summary(self) -> dict[str, Any]:
+        """One entry of the agent's ``agent.tool_calls`` output."""
+        # args are bounded here (parse_arguments saw to it).
+        out: dict[str, Any] = {"tool": self.tool, "args": masked(self.args), "status": self.status}
+        if self.status == "success":
+            out["data"] = to_jsonable(self.data)
+        else:
+            out["error"] = self.error
+        out["ms"] = round(self.ms, 3)
+        return out
+
+
+_caller_prefix = uuid.uuid4().hex[:8]
+_caller_seq = 0
+
+
+def new_caller_id() -> str:
+    global _caller_seq
+    _caller_seq += 1
+    return f"{_caller_prefix}-{_caller_seq:x}"
+
+
+@types.coroutine
+def _resume(coro: Any, pending: Any) -> Any:
+    """Go on awaiting ``coro`` after its first step (taken by hand) yielded
+    ``pending``: hand that future to the task that awaits us, then delegate.
+    A cancellation (the tool timeout, the run stopping) thrown at the first
+    wait goes into ``coro`` as ``await`` would have sent it."""
+    while True:
+        try:
+            yield pending
+        except BaseException as exc:  # noqa: BLE001 - CancelledError and friends go to coro
+            try:
+                pending = coro.throw(exc)
+            except StopIteration as done:
+                return done.value
+            continue
+        return (yield from coro)
+
+
+class _Running:
+    """A tool call on its way: its node's first step, and the rest if it did
+    not finish in it. Its live status (CallStatus) is made when something
+    needs it (progress, a wait, a background start): most calls end in
+    their first step and never do. It is also what ``TOOL_CALL`` holds
+    while its node runs (``node`` and ``progress`` are what Node.progress
+    reaches for)."""
+
+    __slots__ = ("call_id", "caller_id", "name", "node_id", "args", "t0", "step", "pending",
+                 "status", "cancel_reason", "bridge", "parent")
+
+    def __init__(self, call_id: str, caller_id: str, name: str, node_id: str, args: Any,
+                 t0: float, status: CallStatus | None = None, bridge: Any = None,
+                 parent: str = "") -> None:
+        self.call_id, self.caller_id, self.name = call_id, caller_id, name
+        self.node_id, self.args, self.t0 = node_id, args, t0
+        self.step: Any = None
+        self.pending: Any = None
+        self.status = status
+        self.cancel_reason = "cancelled: the run stopped"
+        self.bridge, self.parent = bridge, parent  # bridge: the ToolBridge (status_of)
+
+    @property
+    def node(self) -> str:
+        return self.node_id
+
+    def live(self) -> CallStatus:
+        """The call's status, made now if nothing needed it before."""
+        if self.status is None:
+            assert self.bridge is not None
+            self.status = self.bridge.status_of(self.caller_id, self.node_id, self.name,
+                                                self.parent)
+            if self.step is not None:
+                self.status.phase = "running"
+        return self.status
+
+    def progress(self, fraction: float | None, text: str = "") -> None:
+        self.live().progress(fraction, text)
+
+    def outcome(self, status: str, *, data: Any = None, error: str = "",
+                cancelled: bool = False) -> ToolOutcome:
+        return ToolOutcome(self.call_id, self.caller_id, self.name, self.node_id, self.args,
+                           status, data=data, error=error,
+                           ms=(time.perf_counter() - self.t0) * 1000,
+                           tracking_id=self.status.tracking_id if self.status else "",
+                           cancelled=cancelled)
+
+
+class CallStatus:
+    """One tool call's live status: publishes its ``tool.status`` phases and
+    its node's progress (``Node.progress``, at most one event per
+    PROGRESS_INTERVAL seconds), and keeps the last of them for task_status.
+
+    A call answered within its first step (most calls: a plain function, a
+    cached lookup) publishes no phases: its ``tool.call`` and ``tool.result``
+    already say all there is, nothing live could show them, and three more
+    events per call tripled the cost of a fast tool with a subscriber. The
+    first phase that means something (waiting for approval, still running
+    after its first step, progress, a background start) publishes the
+    phases so far (``queued``, ``running``) and from then on every one."""
+
+    __slots__ = ("bus", "agent", "node", "tool", "caller_id", "parent", "tracking_id", "phase",
+                 "fraction", "text", "_last", "shown")
+
+    #: The clock the throttle reads (a test may replace it).
+    clock: Callable[[], float] = staticmethod(time.monotonic)
+
+    def __init__(self, bus: Any, agent: str, node: str, tool: str, caller_id: str,
+                 parent: str = "") -> None:
+        self.bus, self.agent, self.node, self.tool = bus, agent, node, tool
+        self.caller_id, self.parent, self.tracking_id = caller_id, parent, ""
+        self.phase = "queued"
+        self.fraction: float | None = None
+        self.text = ""
+        self._last = float("-inf")
+        self.shown = False
+
+    def publish(self, phase: str, *, fraction: float | None = None, text: str = "") -> None:
+        if phase != "progress":
+            self.phase = phase
+        if not self.bus.active:
+            return
+        if not self.shown:
+            if phase in _FINAL_PHASES:
+                return  # settled before anything was shown: tool.result says it
+            self.shown = True
+            if phase != "queued":
+                self._emit("queued")
+            if phase == "progress" and self.phase == "running":
+                self._emit("running")
+        self._emit(phase, fraction, text)
+
+    def _emit(self, phase: str, fraction: float | None = None, text: str = "") -> None:
+        self.bus.publish(ToolStatus(agent=self.agent, node=self.node, tool=self.tool,
+                                    caller_id=self.caller_id, phase=phase,  # type: ignore[arg-type]
+                                    progress=fraction, text=text,
+                                    tracking_id=self.tracking_id, parent=self.parent))
+
+    def progress(self, fraction: float | None, text: str = "") -> None:
+        text = redact(short(str(text), 200))
+        self.fraction, self.text = fraction, text
+        now = self.clock()
+        if now - self._last < PROGRESS_INTERVAL:
+            return
+        self._last = now
+        self.publish("progress", fraction=fraction, text=text)
+
+
+_FINAL_PHASES = frozenset(("succeeded", "failed", "cancelled"))
+
+
+def _final_phase(o: ToolOutcome) -> str:
+    if o.status == "success":
+        return "succeeded"
+    return "cancelled" if o.cancelled else "failed"
+
+
+@dataclass(slots=True)
+class AgentCalls:
+    """One agent's work on one message, as its tool calls see it: the call
+    that runs it (an agent used as a tool), its tool calls so far and their
+    limit, and the handoff that ends a child agent's task."""
+
+    parent: str = ""
+    limit: int | None = None
+    engine: Any = None
+    count: int = 0
+    handoff: dict | None = None
+
+
+class _Waiting:
+    """A valid call whose node must wait for a person's decision."""
+
+    __slots__ = ("call_id", "caller_id", "tool", "args", "t0", "reason", "parent", "status")
+
+    def __init__(self, call_id: str, caller_id: str, tool: ToolDef, args: dict, t0: float,
+                 reason: str, parent: str, status: CallStatus) -> None:
+        self.call_id, self.caller_id, self.tool = call_id, caller_id, tool
+        self.args, self.t0, self.reason, self.parent = args, t0, reason, parent
+        self.status = status
+
+
+class _Paused(_Waiting):
+    """A valid call held at a breakpoint (runtime.debugger), before its
+    approval and its node: ``held`` is what the person sees and edits."""
+
+    __slots__ = ("held", "debugger")
+
+    def __init__(self, call_id: str, caller_id: str, tool: ToolDef, args: dict, t0: float,
+                 parent: str, status: CallStatus, held: Any, debugger: Any) -> None:
+        super().__init__(call_id, caller_id, tool, args, t0, "breakpoint", parent, status)
+        self.held, self.debugger = held, debugger
