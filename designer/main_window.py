@@ -32,6 +32,7 @@ from runtime.flow import Flow, FlowError, Problem, load_flow
 from . import icons, theme
 from .autosave import Autosave, Recovery, find_recoverable
 from .canvas.editor import CanvasEditor
+from .canvas.interactions import MouseInteractions
 from .canvas.scene import FlowScene
 from .canvas.view import FlowView, flow_file_from_mime
 from .document import FlowDocument
@@ -71,7 +72,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.setObjectName("SwitchboardMainWindow")
         self.document = document or FlowDocument(registry=registry)
-        self.scene = FlowScene(self.document, self)
+        self.scene = FlowScene(self.document, self, interactions=MouseInteractions())
         self.view = FlowView(self.scene, self)
         self.editor = CanvasEditor(self.scene, self.view, self)
         self.setCentralWidget(self.view)

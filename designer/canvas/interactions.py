@@ -8,7 +8,7 @@ selection. This keeps the scene free of "am I dragging a wire?" branches
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPen
@@ -17,15 +17,35 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsRectItem
 from runtime.flow import Wire
 
 from ..commands import MoveNodes
+from ..document import FlowDocument
 from .items import GRID, PORT_HIT, DraftWire, NodeItem, PortInfo, snap, style
 from .wiring import connect
 
-if TYPE_CHECKING:
-    from .scene import FlowScene
+
+class CanvasScene(Protocol):
+    """What a gesture uses of the scene it runs on (``FlowScene``). The
+    scene gets its gestures from ``MouseInteractions`` passed to it, so this
+    module never imports the scene and the scene knows no concrete gesture."""
+
+    doc: FlowDocument
+    snap_to_grid: bool
+    message: Any  # Signal(str): a status-bar sentence
+    wire_dropped: Any  # Signal: a new wire released on empty canvas
+
+    def addItem(self, item: QGraphicsItem) -> None: ...  # noqa: N802 - Qt's name
+    def removeItem(self, item: QGraphicsItem) -> None: ...  # noqa: N802 - Qt's name
+    def clearSelection(self) -> None: ...  # noqa: N802 - Qt's name
+    def selectedItems(self) -> list: ...  # noqa: N802 - Qt's name
+    def selected_node_items(self) -> list[NodeItem]: ...
+    def node_and_wire_items(self) -> list: ...
+    def node_items_near(self, pos: QPointF, radius: float) -> list[NodeItem]: ...
+    def items_in_rect(self, rect: QRectF) -> list: ...
+    def view_scale(self) -> float: ...
+    def interaction_ended(self, interaction: Interaction) -> None: ...
 
 
 class Interaction:
-    def __init__(self, scene: FlowScene) -> None:
+    def __init__(self, scene: CanvasScene) -> None:
         self.scene = scene
         self.finished = False
         self.cancelled = False
@@ -65,7 +85,7 @@ class NewWire(Interaction):
     the cursor and in the status bar; releasing on a refused port creates
     nothing."""
 
-    def __init__(self, scene: FlowScene, node: NodeItem, port: PortInfo) -> None:
+    def __init__(self, scene: CanvasScene, node: NodeItem, port: PortInfo) -> None:
         super().__init__(scene)
         self.node, self.port = node, port
         self.reverse = port.kind == "in"  # dragged from an input, back to an output
@@ -154,7 +174,7 @@ class MoveSelection(Interaction):
     freely). The items move as the mouse moves; the document learns the new
     positions once, as one MoveNodes command on release."""
 
-    def __init__(self, scene: FlowScene, anchor: NodeItem, press: QPointF) -> None:
+    def __init__(self, scene: CanvasScene, anchor: NodeItem, press: QPointF) -> None:
         super().__init__(scene)
         self.anchor = anchor
         self.press = press
@@ -202,7 +222,7 @@ class RubberBand(Interaction):
     """Drag on empty canvas to select what the rectangle touches; with
     Ctrl or Shift the rectangle adds to the selection."""
 
-    def __init__(self, scene: FlowScene, press: QPointF, modifiers) -> None:
+    def __init__(self, scene: CanvasScene, press: QPointF, modifiers) -> None:
         super().__init__(scene)
         self.press = press
         additive = bool(modifiers & (Qt.KeyboardModifier.ControlModifier
@@ -246,3 +266,19 @@ class RubberBand(Interaction):
 
     def cleanup(self) -> None:
         self.scene.removeItem(self.rect_item)
+
+
+class MouseInteractions:
+    """The gestures a mouse press starts on the canvas, handed to
+    ``FlowScene(..., interactions=MouseInteractions())``: drag a wire from
+    a port, move the selection, or draw a rubber band."""
+
+    def new_wire(self, scene: CanvasScene, node: NodeItem, port: PortInfo) -> Interaction:
+        return NewWire(scene, node, port)
+
+    def move_selection(self, scene: CanvasScene, anchor: NodeItem,
+                       press: QPointF) -> Interaction:
+        return MoveSelection(scene, anchor, press)
+
+    def rubber_band(self, scene: CanvasScene, press: QPointF, modifiers: Any) -> Interaction:
+        return RubberBand(scene, press, modifiers)

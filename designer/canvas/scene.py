@@ -4,16 +4,20 @@ It answers the document's signals by creating, updating and deleting items,
 and keeps lookup maps both ways (node id <-> item, wire index <-> item, as
 orange-canvas-core's scene does). Every edit the user makes with the mouse
 goes through an interaction object that pushes a command on the document's
-undo stack; the document's signal then updates the items."""
+undo stack; the document's signal then updates the items. The scene knows
+no concrete interaction: a factory passed in (``interactions``, the
+designer's ``canvas.interactions.MouseInteractions``) makes them; without
+one the scene only shows the flow."""
 
 from __future__ import annotations
+
+from typing import Any, Protocol
 
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsScene
 
 from ..document import FlowDocument
-from .interactions import Interaction, MoveSelection, NewWire, RubberBand
 from .items import (
     GRID,
     HEADER_H,
@@ -21,6 +25,7 @@ from .items import (
     LOD_OVERVIEW,
     NODE_W,
     NodeItem,
+    PortInfo,
     WireItem,
     look_for,
     refresh_style,
@@ -28,6 +33,26 @@ from .items import (
 )
 
 SCENE_MARGIN = 4000.0
+
+
+class Interaction(Protocol):
+    """A gesture in progress: it gets the scene's mouse and key events
+    first (True: handled) and ends itself through ``interaction_ended``."""
+
+    def mouse_press(self, event: Any) -> bool: ...
+    def mouse_move(self, event: Any) -> bool: ...
+    def mouse_release(self, event: Any) -> bool: ...
+    def key_press(self, event: Any) -> bool: ...
+    def cancel(self) -> None: ...
+
+
+class InteractionFactory(Protocol):
+    """Makes the gesture a mouse press starts."""
+
+    def new_wire(self, scene: FlowScene, node: NodeItem, port: PortInfo) -> Interaction: ...
+    def move_selection(self, scene: FlowScene, anchor: NodeItem,
+                       press: QPointF) -> Interaction: ...
+    def rubber_band(self, scene: FlowScene, press: QPointF, modifiers: Any) -> Interaction: ...
 
 
 class FlowScene(QGraphicsScene):
@@ -39,9 +64,11 @@ class FlowScene(QGraphicsScene):
     canvas_context_menu = Signal(object, object)  # scene QPointF, global QPoint
     node_activated = Signal(str)  # double-click
 
-    def __init__(self, document: FlowDocument, parent=None) -> None:
+    def __init__(self, document: FlowDocument, parent=None, *,
+                 interactions: InteractionFactory | None = None) -> None:
         super().__init__(parent)
         self.doc = document
+        self.interactions = interactions
         self.snap_to_grid = True
         self._nodes: dict[str, NodeItem] = {}
         self._wires: list[WireItem] = []
@@ -323,8 +350,8 @@ class FlowScene(QGraphicsScene):
         item = self.node_item_at(pos)
         if item is not None:
             port = item.port_at(item.mapFromScene(pos)) if not self._overview else None
-            if port is not None:
-                self.start_interaction(NewWire(self, item, port))
+            if port is not None and self.interactions is not None:
+                self.start_interaction(self.interactions.new_wire(self, item, port))
                 event.accept()
                 return
             if mods & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier):
@@ -334,7 +361,8 @@ class FlowScene(QGraphicsScene):
             if not item.isSelected():
                 self.clearSelection()
                 item.setSelected(True)
-            self.start_interaction(MoveSelection(self, item, pos))
+            if self.interactions is not None:
+                self.start_interaction(self.interactions.move_selection(self, item, pos))
             event.accept()
             return
         wire = self.wire_item_at(pos)
@@ -344,7 +372,8 @@ class FlowScene(QGraphicsScene):
             wire.setSelected(True)
             event.accept()
             return
-        self.start_interaction(RubberBand(self, pos, mods))
+        if self.interactions is not None:
+            self.start_interaction(self.interactions.rubber_band(self, pos, mods))
         event.accept()
 
     def mouseMoveEvent(self, event) -> None:  # noqa: N802 - Qt override
