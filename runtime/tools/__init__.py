@@ -8,16 +8,18 @@ messages (``runtime.tools.bridge``).
 from __future__ import annotations
 
 from ..flow import TOOL_NAME_RE
+from .background import (
+    MAX_BACKGROUND_TASKS,
+    TASK_CANCEL,
+    TASK_STATUS,
+    _cancel_all,
+)
 from .bridge import (
     DEFAULT_TOOL_TIMEOUT,
     HANDOFF,
-    MAX_BACKGROUND_TASKS,
     MAX_HANDOFF_DOCUMENTS,
     MAX_TOOL_CALLS_PER_TURN,
-    TASK_CANCEL,
-    TASK_STATUS,
     ToolBridge,
-    _cancel_all,
 )
 from .calls import (
     PROGRESS_INTERVAL,
