@@ -1,6 +1,14 @@
-"""An agent's tools: their schemas from node specs and the flow's scopes,
-and the bridge that turns an LLM's tool calls into ``tool_request``
-messages (``runtime.tools.bridge``).
+"""An agent's tools: the schemas its LLM sees, and the bridge that turns
+the LLM's tool calls into ``tool_request`` messages to the tool nodes.
+
+- ``schema``: each tool's definition (``ToolDef``) and its validation: the
+  JSON schema from the node's ``ai``-scoped params, the compiled check,
+  refusal texts; ``agent_tools`` / ``agent_tool_specs``.
+- ``bridge``: ``ToolBridge``, a call's way from the LLM to its node:
+  checks, limits, approval, breakpoints, timeout, events.
+- ``calls``: one call's state: on its way, waiting, its live status
+  (``CallStatus``), what it came to (``ToolOutcome``).
+- ``background``: background calls, ``task_status`` and ``task_cancel``.
 
 ``runtime.tools`` is the public face of the package: import from here.
 """
