@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from nodes.core import code as code_mod
+from nodes.core import code_sandbox
 from runtime import credentials
 from runtime.engine import Engine
 from runtime.events import EventBus
@@ -620,7 +621,7 @@ async def test_without_a_sandbox_the_node_refuses_and_says_what_to_install(monke
     assert r.node("sink").seen == []
     # auto, on a kernel without Landlock as well: the same refusal.
     monkeypatch.setenv(code_mod.SANDBOX_ENV, "auto")
-    monkeypatch.setattr(code_mod, "_landlock", 0)
+    monkeypatch.setattr(code_sandbox, "_landlock", 0)
     with pytest.raises(code_mod.SandboxUnavailable, match="this kernel has no Landlock"):
         code_mod.sandbox()
     monkeypatch.setenv(code_mod.SANDBOX_ENV, "maybe")
