@@ -5,6 +5,7 @@ by the host (runtime/plugin/host.py), served by the Python SDK
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -19,11 +20,13 @@ from nodes.core.inject_debug import DebugNode, Inject
 from runtime.engine import Engine
 from runtime.events import EventBus
 from runtime.flow import parse_flow
+from runtime.message import Message
 from runtime.plugin import host, wire
 from runtime.plugin.host import Plugin, PluginError, PluginManifest, PluginProcess
 from runtime.plugin.pb import plugin_pb2 as pb
 from runtime.plugin.pb import plugin_pb2_grpc as pb_grpc
 from runtime.registry import Registry
+from runtime.spec import ParamValue, Scope
 from tests.servers.flows import AI_SCOPE, Recorder, agent_flow, fixed, run
 from tests.servers.llm import LlmServer, openai_reply
 
@@ -315,6 +318,78 @@ async def test_killing_the_plugin_mid_message_fails_one_message_and_the_run_goes
     assert err.node == "s" and "stopped during the call (killed by SIGKILL)" in err.message
     assert rec.debug_values() == [ptest.process.pid] and ptest.process.pid != first
     assert ptest.process.starts == 2
+
+
+async def test_a_call_cancelled_while_its_frame_is_written_costs_that_call_only(ptest):
+    """A tool's timeout or a stopped run cancels a call wherever it waits,
+    the write of its frame included: that cancels the call, never the
+    stream that the other calls in flight share."""
+    node = ptest.classes["ptest.sleep"](
+        "s", params={"seconds": ParamValue(scope=Scope.MESSAGE, path="payload")})
+    await node.start()
+    conn = ptest.process.conn
+    slow = asyncio.ensure_future(node.on_message(Message({"payload": 3600})))
+    await until(lambda: _health(ptest.process).in_flight == 1, "the slow call to be running")
+    cancelled = asyncio.ensure_future(node.on_message(Message({"payload": 0})))
+    await asyncio.sleep(0)  # its first step: the frame is handed to gRPC, not yet sent
+    cancelled.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    answered = await node.on_message(Message({"payload": 0}))  # the stream still serves
+    assert answered is None
+    assert not slow.done(), slow.exception()
+    assert ptest.process.conn is conn and conn.alive and ptest.process.starts == 1
+    slow.cancel()
+    await until(lambda: _health(ptest.process).in_flight == 0, "the slow call to be cancelled")
+    await node.close()
+
+
+async def test_a_call_cancelled_while_it_waits_on_the_read_costs_that_call_only(ptest):
+    """The call that leads (woken by the stream's read itself) is cancelled
+    while it waits: the read, which the other calls share, goes on."""
+    node = ptest.classes["ptest.sleep"](
+        "s", params={"seconds": ParamValue(scope=Scope.MESSAGE, path="payload")})
+    await node.start()
+    conn = ptest.process.conn
+    slow = asyncio.ensure_future(node.on_message(Message({"payload": 3600})))
+    # Its "sleeping" status read, the slow call left the lead: the next leads.
+    await until(lambda: _health(ptest.process).in_flight == 1 and conn.leader is None,
+                "the slow call to be running")
+    leading = asyncio.ensure_future(node.on_message(Message({"payload": 3600})))
+    await asyncio.sleep(0)  # its first step: the frame sent, it waits on the read
+    assert conn.leader is not None and not leading.done()
+    leading.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await leading
+    assert await node.on_message(Message({"payload": 0})) is None
+    assert not slow.done(), slow.exception()
+    assert ptest.process.conn is conn and conn.alive and ptest.process.starts == 1
+    await until(lambda: _health(ptest.process).in_flight == 1, "the plugin to drop the call")
+    slow.cancel()
+    await node.close()
+
+
+def test_a_stream_whose_loop_ends_first_ends_with_it(ptest):
+    """asyncio.run() returns with the plugin still running: the stream of
+    that loop is closed as the loop ends (a gRPC call left open on a closed
+    loop raises when it is collected), and the next loop gets its own."""
+    node = ptest.classes["ptest.upper"]("u", params={"suffix": ParamValue(scope=Scope.CUSTOM,
+                                                                          value="!")})
+    broken: list = []
+    old_hook = sys.unraisablehook
+    sys.unraisablehook = broken.append
+    try:
+        for text in ("a", "b"):
+            msg = Message({"payload": text})
+            asyncio.run(node.on_message(msg))
+            assert msg["payload"] == text.upper() + "!"
+            conn = ptest.process.conn
+            gc.collect()  # the stream of the loop before, if it is left open, raises now
+            assert not broken, [str(b.exc_value) for b in broken]
+            assert not conn.alive and conn.closed
+    finally:
+        sys.unraisablehook = old_hook
+    assert ptest.process.starts == 1
 
 
 # -- a package chosen to run out of process -------------------------------------

@@ -408,7 +408,7 @@ class RemoteNode(Node):
 
     async def generate(self) -> None:
         conn = await self.process.connection()
-        frame = await conn.request(K.GENERATE, self._instance, b"", None)
+        frame = await conn.request(K.GENERATE, self._instance, b"", None, lead=False)
         if frame.kind == K.ERROR:
             raise _remote_error(wire.loads(frame.data))
 
