@@ -369,6 +369,40 @@ async def test_a_call_cancelled_while_it_waits_on_the_read_costs_that_call_only(
     await node.close()
 
 
+async def test_calls_in_flight_share_writes_and_each_gets_its_own_answer(ptest):
+    """16 callers, 10 calls each, one after another: each gets the answer
+    to its own text, and the frames of calls made while others wait leave
+    together (one write a call would mean 160 writes)."""
+    node = ptest.classes["ptest.upper"]("u", params={"suffix": ParamValue(scope=Scope.CUSTOM,
+                                                                          value="!")})
+    await node.start()
+    conn = ptest.process.conn
+    write = conn.call.write
+    writes = []
+
+    def counted(batch):
+        writes.append(len(batch.frames))
+        return write(batch)
+
+    conn.call.write = counted
+
+    async def caller(n: int) -> list[str]:
+        answers = []
+        for i in range(10):
+            msg = Message({"payload": f"caller {n} call {i}"})
+            await node.on_message(msg)
+            answers.append(msg["payload"])
+        return answers
+
+    results = await asyncio.gather(*(caller(n) for n in range(16)))
+    assert results == [[f"CALLER {n} CALL {i}!" for i in range(10)] for n in range(16)]
+    assert sum(writes) == 160
+    # About two writes a round of 16: the one call that leads writes at
+    # once, the others' frames leave together (before: up to one a call).
+    assert len(writes) <= 24, writes
+    await node.close()
+
+
 def test_a_stream_whose_loop_ends_first_ends_with_it(ptest):
     """asyncio.run() returns with the plugin still running: the stream of
     that loop is closed as the loop ends (a gRPC call left open on a closed
