@@ -17,7 +17,10 @@ it) and the next steps from done-callbacks of what it waits for, so that:
   the loop turn in which its answer is read: the answer reaches the caller
   without the extra turn a reader task costs (task reads, sets the caller's
   future, the caller runs one turn later). The other calls in flight wait
-  for their futures, as before.
+  for their futures;
+- a call alone writes its frame at once; calls made while others are in
+  flight leave together, in one Batch at the end of the loop's turn, so
+  that many calls in flight cost a few writes and reads, not one each.
 """
 
 from __future__ import annotations
@@ -194,7 +197,7 @@ class _Connection:
                 log.debug("plugin %s: stream ended: %s", self.process.name, exc.code().name)
                 self._lost()
                 return
-            except BaseException:  # noqa: BLE001 - whatever ended the read, no call may hang
+            except (Exception, asyncio.CancelledError):  # noqa: BLE001 - no call may hang
                 log.debug("plugin %s: read failed", self.process.name, exc_info=True)
                 self._lost()
                 return
@@ -400,7 +403,7 @@ class _Connection:
                 waiting = self._write_step.send(None)
             except StopIteration:
                 pass
-            except BaseException as exc:  # noqa: BLE001 - the read finds the stream gone
+            except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - the read sees it too
                 log.debug("plugin %s: write failed: %s", self.process.name, exc)
                 self._write_step = None
                 self.writing = False
