@@ -9,11 +9,13 @@ TOTAL_FACTOR x max_bytes, and what it unpacks must match what it declares.
 The zip directory itself and each shared string are bounded too, and the
 worker thread checks a stop flag for every chunk it unpacks, so a
 cancelled call (a tool timeout, the run stopping) stops instead of running
-on.
+on. Also here: Excel's own limits, and a cell's date or time as ISO text
+(``_iso``), for both nodes.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import zipfile
 from typing import Any
@@ -36,6 +38,9 @@ MAX_DIRECTORY_BYTES = 4_000_000
 #: holds at most 16,384 cells, a few elements each, and every element of
 #: a row is in memory until the row ends.
 MAX_ROW_ELEMENTS = 262_144
+#: Excel's own limits.
+EXCEL_MAX_ROWS = 1_048_576
+EXCEL_MAX_CELL_CHARS = 32_767
 
 
 def _openpyxl() -> Any:
@@ -302,3 +307,18 @@ def _shared_strings(src: Any, raw: Any) -> list[str]:
 def _unreadable(raw: Any, exc: BaseException) -> NodeConfigError:
     return NodeConfigError(f"path: '{quote(str(raw))}' is not a workbook openpyxl can read "
                            f"({type(exc).__name__}: {quote(str(exc))})")
+
+
+def _iso(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        if value.time() == dt.time(0) and value.tzinfo is None:
+            return value.date().isoformat()
+        return value.isoformat()
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return str(value)
+    return value
+
+
+_DATES = (dt.datetime, dt.date, dt.time, dt.timedelta)
