@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import io
 import random
+import re
 import struct
 import threading
 import zipfile
@@ -415,6 +416,22 @@ def test_a_set_stop_flag_stops_the_read_at_its_first_part(base: Path):
     stop = threading.Event()
     stop.set()
     assert refused(base / "small.xlsx", stop=stop) == "the read was cancelled"
+
+
+async def test_a_workbook_that_lists_no_sheet_is_refused_clearly_and_appended_to(base: Path):
+    # A damaged workbook.xml with <sheets/>: reading it (and appending to
+    # it) ended in "list index out of range", which the fuzz below found
+    # now and then.
+    parts = plain_parts()
+    empty = re.sub(rb"<sheets>.*</sheets>", b"<sheets/>", parts["xl/workbook.xml"])
+    assert empty != parts["xl/workbook.xml"]
+    workbook(base / "nosheet.xlsx", sheet(b""), parts={"xl/workbook.xml": empty})
+    for which in ("", "Sheet", "1"):
+        error = await fails("excel.read", base, path="nosheet.xlsx", sheet=which)
+        assert error == "sheet: the workbook has no sheet (its workbook.xml lists none)"
+    await ok("excel.write", base, [[1, 2]], path="nosheet.xlsx", header=False)
+    out = await ok("excel.read", base, path="nosheet.xlsx", header_row=0)
+    assert out["payload"] == [[1, 2]] and out["sheet"] == "Sheet1"
 
 
 # -- fuzz ------------------------------------------------------------------------------

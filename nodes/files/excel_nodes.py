@@ -62,6 +62,8 @@ def pick_sheet(wb: Any, sheet: Any) -> Any:
     """A sheet by name (exact, then ignoring case), or by its position
     counting from 1; empty: the first sheet."""
     names = wb.sheetnames
+    if not names:  # a damaged workbook: Excel itself will not open one
+        raise NodeConfigError("sheet: the workbook has no sheet (its workbook.xml lists none)")
     if sheet is None or sheet == "":
         return wb[names[0]]
     text = str(sheet)

@@ -272,8 +272,10 @@ def _check_title(sheet: str) -> str:
 
 
 def _sheet_for_write(wb: Any, sheet: str) -> Any:
-    if not sheet:
+    if not sheet and wb.worksheets:
         return wb.worksheets[0]
+    if not sheet:  # a damaged workbook that lists none: the first one is made
+        sheet = "Sheet1"
     if sheet in wb.sheetnames:
         return wb[sheet]
     _check_title(sheet)
