@@ -158,10 +158,10 @@ def main() -> None:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([])
-    from designer import theme
+    from designer.look import theme
 
     theme.apply(app, theme.LIGHT)
-    from designer.main_window import MainWindow
+    from designer.window.main_window import MainWindow
 
     window = MainWindow(restore_layout=False)
     window.resize(*size)

@@ -144,8 +144,8 @@ def designer(repeat: int) -> None:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([])
-    from designer import theme
-    from designer.main_window import MainWindow
+    from designer.look import theme
+    from designer.window.main_window import MainWindow
 
     theme.apply(app, theme.LIGHT)
     tmp = Path(tempfile.mkdtemp(prefix="switchboard-scaling-"))

@@ -67,13 +67,13 @@ def frame_figures(n: int) -> dict:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from designer.document import FlowDocument
+    from designer.control.run_controller import qt_event_loop
+    from designer.model.document import FlowDocument
     from designer.panels.inspector.inspector import TAB_NAMES
-    from designer.run_controller import qt_event_loop
 
     app = QApplication.instance() or QApplication([])
     qt_event_loop()
-    from designer.main_window import MainWindow
+    from designer.window.main_window import MainWindow
 
     with LlmServer() as llm:
         words = pieces(n)

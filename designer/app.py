@@ -65,14 +65,14 @@ def run_designer(args) -> int:
     app = _application(sys.argv[:1])
     from PySide6.QtCore import QSettings
 
-    from . import theme
+    from .look import theme
 
     if mode == "system":
         saved = QSettings("Switchboard", "Switchboard").value("theme", "system")
         mode = saved if saved in ("light", "dark", "system") and not screenshot else "system"
     theme.apply(app, theme.resolve(mode))
 
-    from .main_window import MainWindow
+    from .window.main_window import MainWindow
 
     window = MainWindow(restore_layout=not screenshot)
     window._theme_mode = mode

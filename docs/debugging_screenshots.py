@@ -13,9 +13,9 @@ from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QApplication
 QCoreApplication.setOrganizationName("switchboard-shots")
 app = QApplication([])
-from designer.document import FlowDocument
-from designer.main_window import MainWindow
-from designer.run_controller import qt_event_loop
+from designer.model.document import FlowDocument
+from designer.window.main_window import MainWindow
+from designer.control.run_controller import qt_event_loop
 qt_event_loop()
 OUT = sys.argv[1] if len(sys.argv) > 1 else "docs/img"
 

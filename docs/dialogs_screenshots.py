@@ -24,9 +24,9 @@ from PySide6.QtWidgets import QApplication, QFrame, QLabel, QVBoxLayout
 
 QCoreApplication.setOrganizationName("switchboard-shots")
 app = QApplication([])
-from designer.document import FlowDocument
-from designer.main_window import MainWindow
+from designer.model.document import FlowDocument
 from designer.panels.turns_editor import TurnsEditor
+from designer.window.main_window import MainWindow
 from runtime import credentials
 from runtime.flow import parse_flow
 

@@ -12,9 +12,9 @@ from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QApplication, QScrollArea
 QCoreApplication.setOrganizationName("switchboard-shots")
 app = QApplication([])
-from designer.main_window import MainWindow
-from designer.document import FlowDocument
-from designer.run_controller import qt_event_loop
+from designer.window.main_window import MainWindow
+from designer.model.document import FlowDocument
+from designer.control.run_controller import qt_event_loop
 qt_event_loop()
 os.chdir(tempfile.mkdtemp())  # the example writes its mails to ./outbox
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),

@@ -17,11 +17,11 @@ from PySide6.QtWidgets import QApplication
 
 QCoreApplication.setOrganizationName("switchboard-shots")
 app = QApplication([])
-from designer.commands import RemoveItems, SetParam
-from designer.document import FlowDocument
-from designer.main_window import MainWindow
+from designer.control.run_controller import qt_event_loop
+from designer.model.commands import RemoveItems, SetParam
+from designer.model.document import FlowDocument
 from designer.panels.inspector.inspector import TAB_DEBUG, TAB_TOOLS
-from designer.run_controller import qt_event_loop
+from designer.window.main_window import MainWindow
 from runtime.spec import ParamValue, Scope
 
 qt_event_loop()

@@ -10,9 +10,9 @@ from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QApplication
 QCoreApplication.setOrganizationName("switchboard-shots")
 app = QApplication([])
-from designer.main_window import MainWindow
-from designer.document import FlowDocument
-from designer.run_controller import qt_event_loop
+from designer.window.main_window import MainWindow
+from designer.model.document import FlowDocument
+from designer.control.run_controller import qt_event_loop
 from designer.panels.inspector.inspector import TAB_NAMES
 qt_event_loop()
 

@@ -19,10 +19,10 @@ from PySide6.QtWidgets import QApplication
 
 QCoreApplication.setOrganizationName("switchboard-shots")
 app = QApplication([])
-from designer.document import FlowDocument
-from designer.main_window import MainWindow
-from designer.panels.mcp_tools import COL_TOOL
-from designer.run_controller import qt_event_loop
+from designer.control.run_controller import qt_event_loop
+from designer.model.document import FlowDocument
+from designer.panels.mcp_tool_cell import COL_TOOL
+from designer.window.main_window import MainWindow
 from runtime.flow import parse_flow
 from runtime.spec import Scope
 

@@ -17,11 +17,11 @@ app = QApplication([])
 import anyio, httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from designer.document import FlowDocument
-from designer.main_window import MainWindow
-from designer.mcp_dialog import open_mcp_dialog
+from designer.model.document import FlowDocument
+from designer.window.main_window import MainWindow
+from designer.running.mcp_dialog import open_mcp_dialog
 from designer.panels.inspector.inspector import TAB_NAMES
-from designer.run_controller import qt_event_loop
+from designer.control.run_controller import qt_event_loop
 qt_event_loop()
 OUT = sys.argv[1] if len(sys.argv) > 1 else "docs/img"
 

@@ -18,8 +18,8 @@ from PySide6.QtWidgets import QApplication
 
 QCoreApplication.setOrganizationName("switchboard-shots")
 app = QApplication([])
-from designer.document import FlowDocument
-from designer.main_window import MainWindow
+from designer.model.document import FlowDocument
+from designer.window.main_window import MainWindow
 
 EXAMPLE = "resources/examples/email-assistant.flow.json"
 

@@ -18,8 +18,8 @@ from PySide6.QtWidgets import QAbstractItemView, QApplication
 
 QCoreApplication.setOrganizationName("switchboard-shots")
 app = QApplication([])
-from designer.document import FlowDocument
-from designer.main_window import MainWindow
+from designer.model.document import FlowDocument
+from designer.window.main_window import MainWindow
 from runtime.flow import parse_flow
 from runtime.registry import Registry
 

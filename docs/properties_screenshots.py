@@ -16,9 +16,9 @@ from PySide6.QtWidgets import QApplication
 
 QCoreApplication.setOrganizationName("switchboard-shots")
 app = QApplication([])
-from designer.commands import SetParam
-from designer.document import FlowDocument
-from designer.main_window import MainWindow
+from designer.model.commands import SetParam
+from designer.model.document import FlowDocument
+from designer.window.main_window import MainWindow
 from runtime.spec import ParamValue, Scope
 
 EXAMPLE = "resources/examples/email-assistant.flow.json"

@@ -28,10 +28,10 @@ from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QApplication
 QCoreApplication.setOrganizationName("switchboard-shots")
 app = QApplication([])
-from designer import theme
-from designer.document import FlowDocument
-from designer.main_window import MainWindow
-from designer.run_controller import qt_event_loop
+from designer.look import theme
+from designer.model.document import FlowDocument
+from designer.window.main_window import MainWindow
+from designer.control.run_controller import qt_event_loop
 from tests.servers.redis import RedisServer, free_port
 from tests.test_queue import Proc, start_worker
 qt_event_loop()

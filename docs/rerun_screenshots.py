@@ -20,11 +20,11 @@ from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QApplication
 QCoreApplication.setOrganizationName("switchboard-shots")
 app = QApplication([])
-from designer import theme
-from designer.document import FlowDocument
-from designer.main_window import MainWindow
-from designer.rerun_actions import FROM_HERE_CHANGED, RerunDialog
-from designer.run_controller import qt_event_loop
+from designer.look import theme
+from designer.model.document import FlowDocument
+from designer.window.main_window import MainWindow
+from designer.running.rerun_actions import FROM_HERE_CHANGED, RerunDialog
+from designer.control.run_controller import qt_event_loop
 qt_event_loop()
 OUT = sys.argv[1] if len(sys.argv) > 1 else "docs/img"
 EXAMPLE = "resources/examples/email-assistant.flow.json"

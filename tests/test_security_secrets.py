@@ -358,8 +358,8 @@ def test_credentials_files_are_private_under_umask_022(data_dir, umask_022, monk
 
 
 def test_an_autosave_recovery_file_is_private_under_umask_022(qapp, data_dir, umask_022):
-    from designer.autosave import Autosave
-    from designer.document import FlowDocument
+    from designer.model.autosave import Autosave
+    from designer.model.document import FlowDocument
 
     doc = FlowDocument()
     auto = Autosave(doc, interval_ms=3_600_000)

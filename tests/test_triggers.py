@@ -311,7 +311,7 @@ def _hint_times(text: str) -> list[datetime]:
 
 
 def test_the_properties_panel_lists_five_fire_times_under_the_cron(qtbot):
-    from designer.document import FlowDocument
+    from designer.model.document import FlowDocument
     from designer.panels import PropertiesPanel
     from runtime.flow import Flow
 
@@ -351,7 +351,7 @@ def test_the_properties_panel_lists_five_fire_times_under_the_cron(qtbot):
 
 
 def test_nodes_without_the_hook_get_no_hint_labels(qtbot):
-    from designer.document import FlowDocument
+    from designer.model.document import FlowDocument
     from designer.panels import PropertiesPanel
     from designer.panels.param_hint import param_hint
     from runtime.flow import Flow

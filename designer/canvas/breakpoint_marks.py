@@ -19,8 +19,9 @@ from PySide6.QtCore import QEvent, QLineF, QObject, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
-from .. import theme
-from .items import NODE_W, PORT_HIT, NodeItem, WireItem, style, wire_path
+from ..look import theme
+from .items import NODE_W, PORT_HIT, NodeItem, style
+from .wires import WireItem, wire_path
 
 GUTTER_X = -19.0  # the dot's centre, left of the input port (which sits at x = 0)
 GUTTER_R = 7.0  # the dot's radius in scene units: 14 px across at 100 %

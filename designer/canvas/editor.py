@@ -15,7 +15,8 @@ from PySide6.QtWidgets import QApplication
 
 from runtime.flow import Wire, parse_flow
 
-from ..commands import (
+from ..look.settings import settings
+from ..model.commands import (
     CLIPBOARD_MIME,
     AddNode,
     AddWire,
@@ -300,8 +301,6 @@ MAX_RECENT = 3
 
 
 def _settings():
-    from ..main_window import settings
-
     return settings()
 
 

@@ -16,9 +16,10 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsRectItem
 
 from runtime.flow import Wire
 
-from ..commands import MoveNodes
-from ..document import FlowDocument
-from .items import GRID, PORT_HIT, DraftWire, NodeItem, PortInfo, snap, style
+from ..model.commands import MoveNodes
+from ..model.document import FlowDocument
+from .items import GRID, PORT_HIT, NodeItem, PortInfo, snap, style
+from .wires import DraftWire
 from .wiring import connect
 
 

@@ -17,7 +17,7 @@ from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsScene
 
-from ..document import FlowDocument
+from ..model.document import FlowDocument
 from .items import (
     GRID,
     HEADER_H,
@@ -26,11 +26,11 @@ from .items import (
     NODE_W,
     NodeItem,
     PortInfo,
-    WireItem,
     look_for,
     refresh_style,
     style,
 )
+from .wires import WireItem
 
 SCENE_MARGIN = 4000.0
 

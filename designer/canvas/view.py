@@ -7,7 +7,7 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QCursor, QPainter
 from PySide6.QtWidgets import QFrame, QGraphicsView, QLabel, QVBoxLayout, QWidget
 
-from .. import theme
+from ..look import theme
 from .items import LOD_OVERVIEW
 from .scene import FlowScene
 

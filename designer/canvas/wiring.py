@@ -6,7 +6,7 @@ have to find and type, set in the same undo step as the wire.
   once, and the payload field shows it selected, so that typing replaces it.
   (Left empty, validation calls it an error: runtime.flow.empty_prompts.)
 - A tool wired into an agent that still plays the keyless script (a new
-  agent with no API key set up, designer.commands.KEYLESS_SCRIPT) gets a
+  agent with no API key set up, designer.model.commands.KEYLESS_SCRIPT) gets a
   script that calls it once with example arguments, then answers with what
   the tool said: Run shows a tool call, with its arguments, before any key
   exists.
@@ -22,8 +22,8 @@ from typing import Any
 from runtime.flow import Wire, empty_prompts
 from runtime.spec import ParamValue, Scope
 
-from ..commands import KEYLESS_SCRIPT, AddWire, SetParam
-from ..document import FlowDocument
+from ..model.commands import KEYLESS_SCRIPT, AddWire, SetParam
+from ..model.document import FlowDocument
 
 #: What a new Inject before an agent asks, until the user types over it.
 SAMPLE_PROMPT = "Write to ada@example.com that the report is ready"
@@ -70,7 +70,7 @@ def wire_defaults(doc: FlowDocument, wire: Wire) -> list[str]:
 
 
 def _name(doc: FlowDocument, node_id: str) -> str:
-    from ..commands import node_label
+    from ..model.commands import node_label
 
     fnode = doc.node(node_id)
     return node_label(doc, fnode) if fnode is not None else node_id

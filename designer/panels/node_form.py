@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from designer.commands import RenameNode, SetDisabled, SetOutputPath, SetParam
-from designer.document import FlowDocument
+from designer.model.commands import RenameNode, SetDisabled, SetOutputPath, SetParam
+from designer.model.document import FlowDocument
 from runtime.flow import Problem
 from runtime.spec import NodeSpec, ParamSpec, ParamValue, Scope
 
@@ -49,7 +49,7 @@ from .mcp_tools import (
     offers_several,
 )
 from .node_tool_form import ToolParts
-from .palette import plugin_note
+from .node_words import plugin_note
 from .panel_style import CollapsibleSection, WheelGuard, label, section
 from .param_editors import EnumEditor, ParamRow, TurnsValueEditor
 from .param_hint import ParamHints
@@ -76,7 +76,7 @@ class IconBadge(QWidget):
         p.setBrush(color)
         p.drawRoundedRect(QRectF(self.rect()), 8, 8)
         try:
-            from designer import icons
+            from ..look import icons
 
             pm = icons.pixmap(self.spec.icon or "generic", "#ffffff", 20, self.devicePixelRatioF())
             p.drawPixmap(8, 8, pm)
@@ -225,7 +225,7 @@ class NodeForm(ToolParts, QWidget):
         fnode = self.doc.node(self.node_id)
         if fnode is None:
             return
-        from designer.credentials_dialog import choose_connection
+        from designer.dialogs.credentials_dialog import choose_connection
 
         setting = fnode.params.get("api_key")
         url, model = fnode.params.get("base_url"), fnode.params.get("model")

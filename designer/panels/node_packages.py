@@ -2,7 +2,7 @@
 
 One row per in-process package (``Registry.packages()``) with a "Run in its
 own process" box that edits ``flow.settings.out_of_process`` through the
-undo stack (designer.commands.SetOutOfProcess), as any other edit; and,
+undo stack (designer.model.commands.SetOutOfProcess), as any other edit; and,
 read-only, the plugin packages found (``runtime.plugin.host.find_plugins``),
 which always run in their own process, with what could not be loaded.
 
@@ -31,8 +31,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from designer.commands import SetOutOfProcess
-from designer.document import FlowDocument
+from designer.model.commands import SetOutOfProcess
+from designer.model.document import FlowDocument
 from runtime.plugin import host
 
 from .panel_style import is_dark, label, panel_style, section

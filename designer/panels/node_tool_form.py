@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from designer.commands import SetToolSettings
+from designer.model.commands import SetToolSettings
 
 from .editor_base import esc
 from .form_rules import (

@@ -28,8 +28,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import icons, theme
 from ..canvas.view import NODE_MIME
+from ..look import icons, theme
+from .node_words import plugin_note
 
 TYPE_ROLE = Qt.ItemDataRole.UserRole + 1
 #: The name of the plugin package that serves an entry's node, or None.
@@ -39,11 +40,6 @@ PLUGIN_TAG = "plugin"
 
 def summary(spec) -> str:
     return " ".join(spec.description.split("\n\n")[0].split())
-
-
-def plugin_note(spec) -> str:
-    """The sentence that says a node runs out of process, or ""."""
-    return f"Runs in its own process: plugin '{spec.plugin}'" if spec.plugin else ""
 
 
 def matches(spec, words: list[str]) -> bool:

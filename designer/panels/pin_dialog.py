@@ -27,9 +27,9 @@ from PySide6.QtWidgets import (
 
 from runtime.pins import MAX_PIN_BYTES, pin_problems
 
-from .. import icons, theme
-from ..commands import SetPin
-from ..document import FlowDocument
+from ..look import icons, theme
+from ..model.commands import SetPin
+from ..model.document import FlowDocument
 from .json_editor import INVALID, format_json, mono_font, parse_json
 
 #: What "Pin Data…" starts from when the node has no pin and no run output.

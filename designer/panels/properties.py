@@ -5,7 +5,7 @@ Custom value, or the incoming Message) and edits it; for an agent the panel
 shows, live, the tools and JSON schemas its LLM will see.
 
 The panel is a view: every edit is a command on the document's undo stack
-(designer.commands) and the editors follow the document's signals. The form
+(designer.model.commands) and the editors follow the document's signals. The form
 is built once per selected node; later changes (typing, undo, a scope flip,
 wires coming and going) update the widgets in place, so focus and cursor
 survive while the user types.
@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from designer.document import FlowDocument
+from designer.model.document import FlowDocument
 from runtime.spec import Scope
 
 from .editor_base import AI_COLOR, MESSAGE_COLOR, esc

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from designer.document import FlowDocument
+from designer.model.document import FlowDocument
 from runtime.flow import HOOK_PORTS, MAX_FLOW_HOOKS, FlowHook
 
 from .panel_style import label

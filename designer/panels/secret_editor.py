@@ -34,7 +34,7 @@ def stored_credential(value: Any) -> str | None:
 def pick_credential(parent: QWidget | None, current: str | None) -> str | None:
     """Open the Credentials dialog to pick (or first add) a stored credential;
     its name, or None if the user closed the dialog."""
-    from designer.credentials_dialog import open_credentials_dialog
+    from designer.dialogs.credentials_dialog import open_credentials_dialog
 
     return open_credentials_dialog(parent, current)
 

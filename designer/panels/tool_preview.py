@@ -4,7 +4,7 @@ in words which params the AI fills and which it cannot reach."""
 
 from __future__ import annotations
 
-from designer.document import FlowDocument
+from designer.model.document import FlowDocument
 from runtime.spec import NodeSpec, Scope
 from runtime.tools import agent_tools, build_tool
 

@@ -4,7 +4,7 @@ which AI arguments a person confirms, how long a call waits, and how often
 the tool may be called.
 
 Everything here edits the flow's ``tool`` object (runtime.flow.ToolOverride)
-through one undoable command per edit (designer.commands.SetToolSettings);
+through one undoable command per edit (designer.model.commands.SetToolSettings);
 the widgets only show what the document holds. The texts that describe a
 policy in one line live here too, without Qt, so that the tool previews
 and the tests read the same words."""
@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from designer.commands import SetToolSettings
-from designer.document import FlowDocument
+from designer.model.commands import SetToolSettings
+from designer.model.document import FlowDocument
 from runtime.approval import (
     _OP_TEXT,
     _SENSITIVE,

@@ -324,7 +324,7 @@ class TryToolDialog(QDialog):
     def call(self) -> None:
         if self._task is not None:
             return
-        from designer.run_controller import qt_event_loop
+        from designer.control.run_controller import qt_event_loop
 
         self.call_button.setEnabled(False)
         self.status.setText("Calling…")

@@ -39,7 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import theme
+from ..look import theme
 
 TEXT = "Text"
 _ROW_ROLE = Qt.ItemDataRole.UserRole + 1  # per row: {"join": bool, "turn": {...}, "call": {...}}

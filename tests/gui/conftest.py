@@ -49,7 +49,7 @@ def _no_unexpected_message_box(monkeypatch):
 @pytest.fixture(autouse=True)
 def _no_running_loop_left():
     """A window that ran a flow registered a qasync loop as this thread's
-    running loop (designer.run_controller.qt_event_loop); left there, every
+    running loop (designer.control.run_controller.qt_event_loop); left there, every
     later asyncio test fails with "cannot be called from a running event
     loop". The qt_loop fixture unregisters its own; this catches the rest."""
     import asyncio

@@ -68,7 +68,7 @@ def registry() -> Registry:
 
 @pytest.fixture
 def doc(qapp, registry):
-    from designer.document import FlowDocument
+    from designer.model.document import FlowDocument
 
     return FlowDocument(registry=registry)
 
@@ -86,8 +86,8 @@ def wire(doc, src: str, sport: str, dst: str, dport: str = "in") -> None:
 def make_window(qtbot, registry, data_dir):
     """Build main windows over fresh documents; each is closed (without a
     save prompt) at the end of the test."""
-    from designer.document import FlowDocument
-    from designer.main_window import MainWindow
+    from designer.model.document import FlowDocument
+    from designer.window.main_window import MainWindow
 
     windows = []
 

@@ -2,7 +2,7 @@
 
 How asyncio runs in these tests: the designer runs the engine on a qasync
 ``QEventLoop`` created with ``already_running=True`` (see
-``designer.run_controller.qt_event_loop``), which registers itself as the
+``designer.control.run_controller.qt_event_loop``), which registers itself as the
 running asyncio loop of the GUI thread without calling ``run_forever``. Then
 Qt's own event processing drives asyncio: ``qtbot.waitUntil`` /
 ``qtbot.waitSignal`` spin Qt events, qasync's timers and socket notifiers
@@ -80,7 +80,7 @@ def history(tmp_path):
 
 @pytest.fixture
 def controller(qt_loop, history):
-    from designer.run_controller import RunController
+    from designer.control.run_controller import RunController
 
     ctl = RunController(history=history)
     yield ctl
@@ -131,8 +131,8 @@ def make_fake_window(flow, history=None):
     from PySide6.QtGui import QAction, QKeySequence
     from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow
 
-    from designer.document import FlowDocument
-    from designer.run_integration import RunSession
+    from designer.model.document import FlowDocument
+    from designer.running.run_integration import RunSession
 
     window = QMainWindow()
     window.resize(1440, 900)

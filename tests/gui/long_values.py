@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from designer import theme
-from designer.document import FlowDocument
+from designer.look import theme
+from designer.model.document import FlowDocument
 from tests.gui.inspector_fixtures import EMAIL_ASSISTANT, history, qt_loop  # noqa: F401
 from tests.gui.layout_checks import SCREEN_H, SCREEN_W, settle
 
@@ -36,11 +36,11 @@ def open_window(qtbot, qt_loop, history, monkeypatch, data_dir):  # noqa: F811
     folder with a long path (the History tab shows it)."""
     from PySide6.QtWidgets import QMessageBox
 
-    from designer.main_window import MainWindow
+    from designer.window.main_window import MainWindow
 
     monkeypatch.setattr(QMessageBox, "question",
                         staticmethod(lambda *a, **k: QMessageBox.StandardButton.Discard))
-    monkeypatch.setattr("designer.run_integration.open_history", lambda: history)
+    monkeypatch.setattr("designer.running.run_integration.open_history", lambda: history)
     windows = []
 
     def make(path: Path) -> MainWindow:

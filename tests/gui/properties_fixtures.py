@@ -122,8 +122,8 @@ def save_screenshots(out_dir: str, dark: bool = False) -> list[str]:
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QWidget
 
-    from designer import theme
-    from designer.document import FlowDocument
+    from designer.look import theme
+    from designer.model.document import FlowDocument
     from designer.panels.properties import PropertiesPanel
 
     app = QApplication.instance() or QApplication([])
@@ -175,7 +175,7 @@ def _window_shot(app, flow: Flow, path) -> str:
     import tempfile
     from pathlib import Path
 
-    from designer.main_window import MainWindow
+    from designer.window.main_window import MainWindow
 
     with tempfile.TemporaryDirectory() as tmp:
         file = Path(tmp) / "email-assistant.flow.json"

@@ -550,8 +550,8 @@ def red_width(window, node_id: str) -> int:
     from PySide6.QtCore import QPointF
     from PySide6.QtGui import QColor
 
-    from designer import theme
     from designer.canvas.breakpoint_marks import GUTTER_X, input_ports
+    from designer.look import theme
 
     item = window.scene.item_for_node(node_id)
     port = input_ports(item)[0]

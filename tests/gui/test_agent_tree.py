@@ -162,12 +162,12 @@ def save_screenshots(out_dir: str = "docs/img") -> None:
 
     QCoreApplication.setOrganizationName("switchboard-shots")
     app = QApplication.instance() or QApplication([])
-    from designer import theme
-    from designer.document import FlowDocument
-    from designer.main_window import MainWindow
+    from designer.control.run_controller import qt_event_loop
+    from designer.look import theme
+    from designer.model.document import FlowDocument
     from designer.panels.form_rules import TOOL_SETTINGS, remember_section
     from designer.panels.inspector.inspector import TAB_NAMES
-    from designer.run_controller import qt_event_loop
+    from designer.window.main_window import MainWindow
 
     qt_event_loop()
 

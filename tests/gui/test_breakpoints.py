@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QToolButton
 
 from designer.canvas.breakpoint_marks import GUTTER_X, WIRE_AT, WIRE_DOT_HINT, input_ports
 from designer.canvas.items import NODE_W
-from designer.document import FlowDocument
+from designer.model.document import FlowDocument
 from runtime.flow import load_flow, parse_flow
 from runtime.registry import Registry
 from runtime.spec import ParamValue, Scope

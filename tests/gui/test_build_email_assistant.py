@@ -11,7 +11,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from designer.document import FlowDocument
+from designer.model.document import FlowDocument
 from runtime.flow import load_flow
 from runtime.registry import Registry
 from runtime.spec import Scope

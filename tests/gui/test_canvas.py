@@ -8,9 +8,10 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QImage, QPainter
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from designer.canvas.items import GRID, HEADER_H, NODE_W, NodeItem, WireItem
+from designer.canvas.items import GRID, HEADER_H, NODE_W, NodeItem
 from designer.canvas.view import NODE_MIME
-from designer.commands import AddNode, AddWire, new_node
+from designer.canvas.wires import WireItem
+from designer.model.commands import AddNode, AddWire, new_node
 from tests.gui.editor_fixtures import *  # noqa: F401,F403
 from tests.gui.editor_fixtures import add, body_point, drag, port_point, show_all, wire
 

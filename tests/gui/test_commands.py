@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from designer.commands import (
+from designer.model.commands import (
     AddNode,
     AddWire,
     MoveNodes,

@@ -18,10 +18,10 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from designer import theme
-from designer.autosave import RECOVERY_FORMAT, find_recoverable
-from designer.commands import AddNode, new_node
-from designer.main_window import FLOW_FILTER
+from designer.look import theme
+from designer.model.autosave import RECOVERY_FORMAT, find_recoverable
+from designer.model.commands import AddNode, new_node
+from designer.window.files import FLOW_FILTER
 from runtime.flow import load_flow, parse_flow
 from runtime.registry import Registry
 from tests.conftest import EXAMPLES, ROOT
@@ -108,7 +108,7 @@ def test_flow_with_unknown_node_type_opens_with_a_problem(window, tmp_path, dial
 
 def test_dropping_a_flow_file_opens_it(window, tmp_path, registry, qtbot):
     other = tmp_path / "dropped.flow.json"
-    from designer.document import FlowDocument
+    from designer.model.document import FlowDocument
 
     d = FlowDocument(registry=registry)
     build_flow(d)
@@ -129,7 +129,7 @@ def test_dropping_a_flow_file_opens_it(window, tmp_path, registry, qtbot):
 
 def test_opening_over_unsaved_changes_asks(window, tmp_path, dialogs, registry, qtbot):
     path = tmp_path / "other.flow.json"
-    from designer.document import FlowDocument
+    from designer.model.document import FlowDocument
 
     FlowDocument(registry=registry).save(path)
     doc = window.document
@@ -242,8 +242,8 @@ CRASH_SCRIPT = """
 import os, signal, sys
 from PySide6.QtWidgets import QApplication
 app = QApplication([])
-from designer.commands import AddNode, new_node
-from designer.main_window import MainWindow
+from designer.model.commands import AddNode, new_node
+from designer.window.main_window import MainWindow
 w = MainWindow(restore_layout=False)
 w.show()
 assert w.open_path(sys.argv[1], ask=False)
@@ -283,7 +283,7 @@ def hello(tmp_path) -> Path:
 @pytest.fixture
 def real_window(make_window):
     """A main window over the real node registry."""
-    from designer.document import FlowDocument
+    from designer.model.document import FlowDocument
 
     return make_window(FlowDocument(registry=Registry.default()))
 
@@ -372,7 +372,7 @@ def test_design_file_on_the_command_line_offers_its_autosave(hello, dialogs, dat
     file, then offers the autosave; yes restores the unsaved work."""
     import designer.app as app_module
     from designer.app import run_designer
-    from designer.main_window import MainWindow
+    from designer.window.main_window import MainWindow
 
     recovery, unsaved = edited_then_killed(hello)
     dialogs.answer = QMessageBox.StandardButton.Yes
@@ -405,7 +405,7 @@ def test_design_file_on_the_command_line_offers_its_autosave(hello, dialogs, dat
 
 
 def test_the_open_dialog_names_a_node_by_its_place_when_its_id_cannot():
-    from designer.main_window import describe_problems
+    from designer.window.files import describe_problems
     from runtime.flow import Problem
 
     text = describe_problems([Problem(file="f.flow.json", node_index=1, field="id",

@@ -133,7 +133,7 @@ class Actions:
 @pytest.fixture
 def new_user(data_dir, monkeypatch):
     """No settings, no stored or exported API key: a first start."""
-    from designer.main_window import settings
+    from designer.look.settings import settings
 
     monkeypatch.setenv("SWITCHBOARD_CREDENTIALS", "file")
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
@@ -149,8 +149,8 @@ def new_user(data_dir, monkeypatch):
 
 def open_new_window():
     """What File > New shows on a first start, at 1440x900."""
-    from designer.document import FlowDocument
-    from designer.main_window import MainWindow
+    from designer.model.document import FlowDocument
+    from designer.window.main_window import MainWindow
 
     window = MainWindow(FlowDocument(), restore_layout=False, autosave_interval_ms=3_600_000)
     window.resize(1440, 900)
@@ -244,7 +244,7 @@ def build_and_run(window, qtbot) -> Actions:
 
 def test_a_newcomer_builds_and_runs_the_send_mail_flow_in_few_actions(
         new_user, qt_loop, history, monkeypatch, qtbot):  # noqa: F811
-    monkeypatch.setattr("designer.run_integration.open_history", lambda: history)
+    monkeypatch.setattr("designer.running.run_integration.open_history", lambda: history)
     window = open_new_window()
     try:
         act = build_and_run(window, qtbot)
@@ -308,9 +308,9 @@ def save_screenshot(out_dir: str = "docs/img") -> None:
 
     QCoreApplication.setOrganizationName("switchboard-shots")
     app = QApplication.instance() or QApplication([])
-    from designer import theme
-    from designer.main_window import settings
-    from designer.run_controller import qt_event_loop
+    from designer.control.run_controller import qt_event_loop
+    from designer.look import theme
+    from designer.look.settings import settings
 
     qt_event_loop()
     settings().clear()

@@ -17,8 +17,8 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QLineEdit, QListWidget
 
 from designer.canvas.items import GRID
-from designer.commands import KEYLESS_SCRIPT
-from designer.credentials_dialog import CredentialsDialog, open_credentials_dialog
+from designer.dialogs.credentials_dialog import CredentialsDialog, open_credentials_dialog
+from designer.model.commands import KEYLESS_SCRIPT
 from designer.panels.turns_editor import TEXT, TurnsEditor
 from runtime.agent.scripted import ScriptedProvider, script_problems
 from runtime.registry import Registry
@@ -241,8 +241,8 @@ def real_window(qtbot, data_dir):
     """A main window over the real node catalog (the palette as a user sees it)."""
     from PySide6.QtCore import QEvent
 
-    from designer.document import FlowDocument
-    from designer.main_window import MainWindow
+    from designer.model.document import FlowDocument
+    from designer.window.main_window import MainWindow
 
     w = MainWindow(FlowDocument(registry=Registry.default()), restore_layout=False,
                    autosave_interval_ms=3_600_000)
@@ -564,7 +564,7 @@ def dialog_folder_of(window, trigger) -> str:
 
 @pytest.fixture
 def no_recent():
-    from designer.main_window import settings
+    from designer.look.settings import settings
 
     settings().setValue("recent_files", [])
     yield

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from designer.document import FlowDocument
+from designer.model.document import FlowDocument
 from designer.panels.expression_editor import ExpressionEditor, message_paths
 from runtime.spec import ParamSpec, ParamType, ParamValue, Scope
 from tests.gui.inspector_fixtures import history, qt_loop  # noqa: F401
@@ -155,10 +155,10 @@ ORDER_MAILS = Path(__file__).resolve().parents[2] / "resources" / "examples" / \
 def open_window(qtbot, qt_loop, history, monkeypatch, tmp_path, data_dir):  # noqa: F811
     """The main window over the real node registry at 1440x900; the flow's
     outbox lands in tmp_path. Closed at the end without a save prompt."""
-    from designer.main_window import MainWindow
+    from designer.window.main_window import MainWindow
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("designer.run_integration.open_history", lambda: history)
+    monkeypatch.setattr("designer.running.run_integration.open_history", lambda: history)
     windows = []
 
     def make(path: Path | None = None) -> MainWindow:
@@ -286,7 +286,7 @@ def test_the_preview_hides_env_vars_the_flows_secrets_name(open_window, qtbot, m
     monkeypatch.setenv("MAIL_PW", "hunter2-pw")
     window = open_window(ORDER_MAILS)
     doc = window.document
-    from designer.commands import SetParam
+    from designer.model.commands import SetParam
 
     doc.undo_stack.push(SetParam(doc, "mail", "password",
                                  ParamValue(scope=Scope.CUSTOM, value={"env": "MAIL_PW"})))

@@ -14,8 +14,8 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from designer.commands import MoveNodes, SetParam
-from designer.document import FlowDocument
+from designer.model.commands import MoveNodes, SetParam
+from designer.model.document import FlowDocument
 from runtime.flow import Flow, FlowNode, Wire, save_flow
 from runtime.spec import ParamValue, Scope
 from tests.gui.editor_fixtures import body_point, drag, port_point, show_all
@@ -27,7 +27,7 @@ V = Qt.Orientation.Vertical
 @pytest.fixture
 def fresh_settings():
     """No remembered inspector height: the first session of a new user."""
-    from designer.main_window import settings
+    from designer.look.settings import settings
     from designer.panels.inspector.dock import HEIGHT_KEY
 
     settings().remove(HEIGHT_KEY)
@@ -39,9 +39,9 @@ def fresh_settings():
 def open_window(qtbot, qt_loop, history, monkeypatch, data_dir, dialogs):  # noqa: F811
     """Main windows over the real node registry, 1440x900, each closed at
     the end without a save prompt."""
-    from designer.main_window import MainWindow
+    from designer.window.main_window import MainWindow
 
-    monkeypatch.setattr("designer.run_integration.open_history", lambda: history)
+    monkeypatch.setattr("designer.running.run_integration.open_history", lambda: history)
     windows = []
 
     def make(path: Path | None = None, restore_layout: bool = False) -> MainWindow:
@@ -262,7 +262,7 @@ def test_a_wires_messages_follow_it_when_an_earlier_wire_is_deleted(open_window,
     # Delete wire 0 (Ask -> Assistant, which carried the prompt): the
     # Assistant -> Answer wire becomes wire 0, and selecting it shows what
     # it carried, the agent's answer, not the prompt.
-    from designer.commands import RemoveItems
+    from designer.model.commands import RemoveItems
 
     doc.undo_stack.push(RemoveItems(doc, [], [0]))
     assert (doc.flow.wires[0].source, doc.flow.wires[0].target) == (("agent", "out"),
@@ -275,7 +275,7 @@ def test_a_wires_messages_follow_it_when_an_earlier_wire_is_deleted(open_window,
     shown = messages.incoming.tree.topLevelItem(0).data(0, Qt.ItemDataRole.UserRole + 1)
     assert shown["payload"].startswith("I emailed john@example.com")
     # A wire drawn after the run has carried nothing, whatever its ends did.
-    doc.undo_stack.push(__import__("designer.commands", fromlist=["AddWire"]).AddWire(
+    doc.undo_stack.push(__import__("designer.model.commands", fromlist=["AddWire"]).AddWire(
         doc, Wire(source=("ask", "out"), target=("show", "in"))))
     scene.clearSelection()
     scene.item_for_wire(len(doc.flow.wires) - 1).setSelected(True)
@@ -346,7 +346,7 @@ def drop_from_palette(window, type_id: str, at: QPointF) -> None:
 
 
 def test_an_empty_canvas_says_how_to_begin_and_its_keys_work(open_window, qtbot):
-    from designer import theme
+    from designer.look import theme
 
     window = open_window()
     view, doc = window.view, window.document
@@ -403,7 +403,7 @@ def test_an_empty_canvas_says_how_to_begin_and_its_keys_work(open_window, qtbot)
 
 
 def test_the_empty_canvas_hint_follows_the_theme(open_window, qtbot):
-    from designer import theme
+    from designer.look import theme
 
     window = open_window()
     try:

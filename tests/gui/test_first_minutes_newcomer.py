@@ -43,7 +43,7 @@ def fixed(value):
 
 
 def make_window(path: Path | None = None):
-    from designer.main_window import MainWindow
+    from designer.window.main_window import MainWindow
 
     window = MainWindow(restore_layout=False, autosave_interval_ms=3_600_000)
     window.resize(1440, 900)
@@ -70,7 +70,7 @@ def close(window, qtbot) -> None:
 
 @pytest.fixture
 def window(new_user, qt_loop, history, monkeypatch, qtbot):  # noqa: F811
-    monkeypatch.setattr("designer.run_integration.open_history", lambda: history)
+    monkeypatch.setattr("designer.running.run_integration.open_history", lambda: history)
     made = []
 
     def make(path: Path | None = None):
@@ -461,10 +461,10 @@ def save_screenshots(out_dir: str) -> None:
     qt_api.set_qt_api("pyside6")
     QCoreApplication.setOrganizationName("switchboard-shots")
     app = QApplication.instance() or QApplication([])
-    from designer import theme
-    from designer.main_window import settings
+    from designer.control.run_controller import qt_event_loop
+    from designer.look import theme
+    from designer.look.settings import settings
     from designer.panels.inspector.inspector import TAB_AGENT, TAB_HISTORY, TAB_TOOLS
-    from designer.run_controller import qt_event_loop
 
     qt_event_loop()
     settings().clear()

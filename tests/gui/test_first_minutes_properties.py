@@ -10,8 +10,8 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
-from designer.commands import SetParam
-from designer.document import FlowDocument
+from designer.model.commands import SetParam
+from designer.model.document import FlowDocument
 from designer.panels import PropertiesPanel, form_rules
 from runtime.flow import Flow, FlowNode
 from runtime.registry import Registry
@@ -418,7 +418,7 @@ def test_credentials_beside_the_provider_turn_a_scripted_agent_into_a_real_one(q
 def test_the_agents_script_is_edited_as_a_table_of_turns_with_undo(qtbot, registry):
     from PySide6.QtWidgets import QLineEdit
 
-    from designer.commands import RemoveItems
+    from designer.model.commands import RemoveItems
 
     doc = scripted_agent_doc(registry)
     panel = PropertiesPanel(doc)

@@ -12,7 +12,7 @@ from PySide6.QtCore import QRectF, Qt
 
 from designer.canvas.items import NODE_W, look_for, style
 from designer.canvas.scene import FlowScene
-from designer.document import FlowDocument
+from designer.model.document import FlowDocument
 from designer.panels.properties import PropertiesPanel
 from runtime.flow import FlowHook, load_flow, save_flow
 from runtime.registry import Registry

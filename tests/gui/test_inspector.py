@@ -121,11 +121,11 @@ def test_try_as_tool_shows_a_result_and_refuses_bad_arguments(qt_loop, email_flo
 
 
 def test_with_the_real_main_window(qt_loop, qtbot, history, monkeypatch):
-    from designer.document import FlowDocument
-    from designer.main_window import MainWindow
+    from designer.model.document import FlowDocument
+    from designer.window.main_window import MainWindow
     from tests.gui.inspector_fixtures import ORDER_TRIAGE
 
-    monkeypatch.setattr("designer.run_integration.open_history", lambda: history)
+    monkeypatch.setattr("designer.running.run_integration.open_history", lambda: history)
     window = MainWindow(FlowDocument.open(ORDER_TRIAGE), restore_layout=False)
     qtbot.addWidget(window)
     window.resize(1440, 900)

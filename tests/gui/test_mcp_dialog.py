@@ -47,9 +47,9 @@ def client_calls(url: str, token: str, out: dict) -> threading.Thread:
 
 
 def test_serving_an_agents_tools_from_its_context_menu(qt_loop, qtbot, data_dir):  # noqa: F811
-    from designer.document import FlowDocument
-    from designer.main_window import MainWindow
-    from designer.mcp_dialog import McpServeDialog
+    from designer.model.document import FlowDocument
+    from designer.running.mcp_dialog import McpServeDialog
+    from designer.window.main_window import MainWindow
 
     window = MainWindow(FlowDocument.open(str(EMAIL_ASSISTANT)), restore_layout=False,
                         autosave_interval_ms=3_600_000)
@@ -114,9 +114,9 @@ def test_serving_an_agents_tools_from_its_context_menu(qt_loop, qtbot, data_dir)
 
 
 def test_a_run_already_going_is_named(qt_loop, qtbot, data_dir):  # noqa: F811
-    from designer.document import FlowDocument
-    from designer.main_window import MainWindow
-    from designer.mcp_dialog import open_mcp_dialog
+    from designer.model.document import FlowDocument
+    from designer.running.mcp_dialog import open_mcp_dialog
+    from designer.window.main_window import MainWindow
 
     window = MainWindow(FlowDocument.open(str(EMAIL_ASSISTANT)), restore_layout=False,
                         autosave_interval_ms=3_600_000)

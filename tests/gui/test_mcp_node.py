@@ -12,9 +12,9 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QFrame, QLabel
 
-from designer.document import FlowDocument
+from designer.model.document import FlowDocument
 from designer.panels import PropertiesPanel
-from designer.panels.mcp_tools import COL_TOOL
+from designer.panels.mcp_tool_cell import COL_TOOL
 from nodes.mcp.entries import parse_entries
 from runtime.flow import Flow, FlowNode, Wire
 from runtime.registry import Registry

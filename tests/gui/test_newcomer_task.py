@@ -83,7 +83,7 @@ def open_first_start():
     """What `switchboard` shows on a first start, at 1440x900: the welcome
     flow, as a copy."""
     from designer.app import welcome_flow
-    from designer.main_window import MainWindow
+    from designer.window.main_window import MainWindow
 
     window = MainWindow(restore_layout=False, autosave_interval_ms=3_600_000)
     window.resize(1440, 900)
@@ -170,7 +170,7 @@ def newcomer_task(window, qtbot) -> Counted:
 
 def test_the_newcomer_task_takes_at_most_14_actions(new_user, qt_loop, history,  # noqa: F811
                                                     monkeypatch, qtbot):
-    monkeypatch.setattr("designer.run_integration.open_history", lambda: history)
+    monkeypatch.setattr("designer.running.run_integration.open_history", lambda: history)
     window = open_first_start()
     try:
         act = newcomer_task(window, qtbot)
@@ -208,9 +208,9 @@ def save_screenshot(out_dir: str) -> None:
     qt_api.set_qt_api("pyside6")
     QCoreApplication.setOrganizationName("switchboard-shots")
     app = QApplication.instance() or QApplication([])
-    from designer import theme
-    from designer.main_window import settings
-    from designer.run_controller import qt_event_loop
+    from designer.control.run_controller import qt_event_loop
+    from designer.look import theme
+    from designer.look.settings import settings
 
     qt_event_loop()
     settings().clear()

@@ -15,8 +15,8 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QStyleOptionViewItem
 
-from designer.commands import SetOutOfProcess
-from designer.document import FlowDocument
+from designer.model.commands import SetOutOfProcess
+from designer.model.document import FlowDocument
 from designer.panels import PropertiesPanel
 from designer.panels.palette import PLUGIN_ROLE, TYPE_ROLE, Palette, QuickAdd
 from runtime.flow import Flow, FlowNode

@@ -15,7 +15,8 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QComboBox
 
-from designer.canvas.items import NODE_W, NodeItem, WireItem
+from designer.canvas.items import NODE_W, NodeItem
+from designer.canvas.wires import WireItem
 from designer.panels.inspector.inspector import TAB_AGENT, TAB_DEBUG
 from tests.gui.layout_checks import settle, shot
 from tests.gui.long_values import *  # noqa: F403 - open_window and the flows
@@ -218,7 +219,7 @@ def test_opening_a_dropdown_in_properties_moves_nothing(open_window, qtbot, tmp_
 def test_the_folded_inspectors_tabs_all_read_muted_the_paused_tab_too(open_window, tmp_path):
     from PySide6.QtGui import QColor
 
-    from designer import theme
+    from designer.look import theme
 
     window = open_window(email(tmp_path))
     inspector = window.run_session.inspector

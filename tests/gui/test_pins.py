@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtWidgets import QDialogButtonBox
 
 from designer.canvas.items import NodeItem
-from designer.document import FlowDocument
+from designer.model.document import FlowDocument
 from designer.panels.pin_dialog import PinDialog, check_pin
 from runtime.flow import parse_flow
 from runtime.pins import MAX_PIN_BYTES

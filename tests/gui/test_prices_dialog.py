@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from designer.prices_dialog import EDITED, SHIPPED, YOURS, PricesDialog
+from designer.dialogs.prices_dialog import EDITED, SHIPPED, YOURS, PricesDialog
 from runtime import cost
 
 

@@ -7,8 +7,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
-from designer.commands import AddWire, RemoveItems, SetParam
-from designer.document import FlowDocument
+from designer.model.commands import AddWire, RemoveItems, SetParam
+from designer.model.document import FlowDocument
 from designer.panels import PropertiesPanel
 from runtime.flow import Flow, FlowNode, Wire, check_param_value
 from runtime.registry import Registry
@@ -420,7 +420,7 @@ def test_output_path_override_is_one_undo_step(qtbot):
 def test_theme_flips_restyle_the_panel_once_and_do_not_recurse(qtbot, qapp, panel, doc):
     """Flipping the app palette at run time (View > Theme, or the system
     theme changing) used to re-style the panel forever and crash."""
-    from designer import theme
+    from designer.look import theme
 
     panel.set_node("mail")
     try:

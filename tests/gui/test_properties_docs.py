@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from designer.document import FlowDocument
+from designer.model.document import FlowDocument
 from designer.panels import PropertiesPanel
 from runtime.flow import parse_flow, validate_flow
 from runtime.registry import Registry

@@ -40,9 +40,9 @@ def queue_env(tmp_path, monkeypatch, data_dir):
 
 def test_designer_runs_on_queue_and_watches_the_remote_run(qt_loop, qtbot, queue_env,  # noqa: F811
                                                            tmp_path: Path):
-    from designer.document import FlowDocument
-    from designer.main_window import MainWindow
-    from designer.queue_panel import QueueActions
+    from designer.model.document import FlowDocument
+    from designer.running.queue_panel import QueueActions
+    from designer.window.main_window import MainWindow
 
     env, workers = queue_env
     start_worker(workers, env)
@@ -109,9 +109,9 @@ def test_a_run_of_another_flow_is_shown_on_its_own_flow(qt_loop, qtbot, queue_en
     the gate on screen. It opens in a window of its own on its flow as it
     runs; a run of the flow on screen is watched on it. Then the shared
     history the worker recorded both in shows one, replayed on its flow."""
-    from designer.document import FlowDocument
-    from designer.main_window import MainWindow
-    from designer.remote_runs import RunWindow
+    from designer.model.document import FlowDocument
+    from designer.running.remote_runs import RunWindow
+    from designer.window.main_window import MainWindow
 
     env, workers = queue_env
     shared = tmp_path / "shared.sqlite3"

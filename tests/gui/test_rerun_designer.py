@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from designer.panels.inspector.inspector import TAB_HISTORY
-from designer.rerun_actions import FROM_HERE, FROM_HERE_CHANGED, RerunDialog
+from designer.running.rerun_actions import FROM_HERE, FROM_HERE_CHANGED, RerunDialog
 from runtime.history import History
 from tests.gui.inspector_fixtures import EMAIL_ASSISTANT, EXAMPLES, qt_loop  # noqa: F401
 
@@ -32,8 +32,8 @@ NEW_SUBJECT = "Shipped: order A-1001 (rerun)"
 
 @pytest.fixture
 def open_window(qt_loop, qtbot, data_dir):  # noqa: F811
-    from designer.document import FlowDocument
-    from designer.main_window import MainWindow
+    from designer.model.document import FlowDocument
+    from designer.window.main_window import MainWindow
 
     made = []
 

@@ -8,7 +8,7 @@ import time
 
 from PySide6.QtCore import QTimer
 
-from designer.run_controller import fold_events
+from designer.control.run_controller import fold_events
 from runtime.events import Debug, Stats
 from runtime.flow import parse_flow
 from runtime.history import History

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
-from designer.commands import SetToolSettings
-from designer.document import FlowDocument
+from designer.model.commands import SetToolSettings
+from designer.model.document import FlowDocument
 from designer.panels.tool_settings import (
     ToolSettingsSection,
     default_text,

@@ -9,10 +9,11 @@ import pytest
 from PySide6.QtGui import QAction, QImage, QKeySequence
 from PySide6.QtWidgets import QApplication, QDockWidget
 
-from designer import theme
 from designer.app import parse_size, run_designer, welcome_flow
-from designer.canvas.items import NodeItem, WireItem
-from designer.commands import AddNode, new_node
+from designer.canvas.items import NodeItem
+from designer.canvas.wires import WireItem
+from designer.look import theme
+from designer.model.commands import AddNode, new_node
 from tests.gui.editor_fixtures import *  # noqa: F401,F403
 from tests.gui.editor_fixtures import add, wire
 
@@ -132,14 +133,14 @@ def test_theme_switch_repaints_everything(make_window, qtbot, monkeypatch):
 
 
 def test_layout_and_recent_files_persist(make_window, tmp_path, qtbot):
-    from designer.main_window import settings
+    from designer.look.settings import settings
 
     w1 = make_window()
     w1.palette_dock.hide()
     w1.add_recent(tmp_path / "x.flow.json")
     w1.close()
     assert settings().value("window/state") is not None
-    from designer.main_window import MainWindow
+    from designer.window.main_window import MainWindow
 
     w2 = MainWindow(w1.document.__class__(registry=w1.document.registry))
     try:

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from runtime.cost import fmt_usd
 
-from ... import icons
+from ...look import icons
 from .common import (
     COLORS,
     ROLE_COLORS,

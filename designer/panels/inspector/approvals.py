@@ -34,8 +34,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ... import theme
-from ...people import DesignerPeople, PendingApproval, PendingQuestion
+from ...control.people import DesignerPeople, PendingApproval, PendingQuestion
+from ...look import theme
 
 CARDS_WIDTH = 460  # the column's width when the window has room
 CARDS_MIN_WIDTH = 380  # narrower, a form of three arguments and four buttons is cramped

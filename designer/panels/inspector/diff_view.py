@@ -38,7 +38,7 @@ from runtime.rundiff import (
     facts,
 )
 
-from ... import theme
+from ...look import theme
 from .common import copy_text, fmt_duration
 
 if TYPE_CHECKING:

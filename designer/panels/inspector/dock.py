@@ -129,7 +129,7 @@ class InspectorDock(QObject):
         """The cards of the window's runs: the run controller's People asks,
         the inspector shows the card, and the dock opens and raises it and
         the status bar says what the run waits for."""
-        from ...run_controller import RunController
+        from ...control.run_controller import RunController
 
         cards = self.inspector.cards
         cards.attention.connect(self._card_came)

@@ -31,7 +31,7 @@ from runtime.events import Event
 from runtime.flow import Flow, Problem
 from runtime.registry import Registry
 
-from ... import icons, theme
+from ...look import icons, theme
 from .agent_tab import AgentTab
 from .approvals import PersonCards
 from .context import InspectorContext

@@ -2,7 +2,7 @@
 and the selected one in a JSON editor, to be edited before it goes on.
 
 The tab only shows and edits; the buttons are the window's Continue, Step,
-Skip and Continue All actions (designer.debugging), which read the
+Skip and Continue All actions (designer.running.debugging), which read the
 selected hold and the editor's text from here. A hold is the runtime's
 ``Held`` (runtime.debugger): the run is a task on the GUI thread, so it is
 read directly, never copied."""

@@ -38,8 +38,8 @@ from runtime.mcp_serve import (
     serve_run,
 )
 
-from .panels.inspector.common import mono_font
-from .run_controller import qt_event_loop
+from ..control.run_controller import qt_event_loop
+from ..panels.inspector.common import mono_font
 
 log = logging.getLogger(__name__)
 

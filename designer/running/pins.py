@@ -17,13 +17,13 @@ from PySide6.QtGui import QAction
 
 from runtime.pins import recorded_to_pin, shortened
 
-from .panels.pin_dialog import check_pin, data_ports, node_label, open_pin_dialog, push_pin
+from ..panels.pin_dialog import check_pin, data_ports, node_label, open_pin_dialog, push_pin
 
 USE_PINS_KEY = "run/use_pinned_data"
 
 
 class PinActions(QObject):
-    """Installed by the run integration (designer.run_integration.install)."""
+    """Installed by the run integration (designer.running.run_integration.install)."""
 
     def __init__(self, session: Any) -> None:
         super().__init__(session)

@@ -19,8 +19,8 @@ from PySide6.QtWidgets import QInputDialog, QLineEdit, QMenu, QMessageBox
 
 from runtime.debugger import Debugger
 
-from . import icons, theme
-from .breakpoints import BreakpointStore, check_condition, wire_index
+from ..control.breakpoints import BreakpointStore, check_condition, wire_index
+from ..look import icons, theme
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ CONDITION_EXAMPLE = "msg.payload > 5"
 
 
 class DebugSession(QObject):
-    """Installed by the run integration (designer.run_integration.install)."""
+    """Installed by the run integration (designer.running.run_integration.install)."""
 
     def __init__(self, session: Any) -> None:
         super().__init__(session)
@@ -49,7 +49,7 @@ class DebugSession(QObject):
 
         self._make_actions()
         self._add_to_window()
-        from .panels.inspector.paused_tab import PausedTab
+        from ..panels.inspector.paused_tab import PausedTab
 
         inspector = session.inspector
         self.tab = PausedTab(inspector.ctx)
@@ -62,7 +62,7 @@ class DebugSession(QObject):
         scene = getattr(self.window, "scene", None)
         self.marks = None
         if scene is not None and hasattr(scene, "node_items_near"):
-            from .canvas.breakpoint_marks import CanvasMarks, GutterFilter
+            from ..canvas.breakpoint_marks import CanvasMarks, GutterFilter
 
             self.marks = CanvasMarks(scene)
             self.gutter = GutterFilter(scene, self.marks, self.toggle_node, self._wire_menu,

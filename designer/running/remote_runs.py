@@ -42,8 +42,8 @@ from runtime.engine import RunResult
 from runtime.events import RunFinished
 from runtime.flow import Flow, FlowError, parse_flow
 
-from .document import FlowDocument
-from .panels.inspector.common import fmt_duration
+from ..model.document import FlowDocument
+from ..panels.inspector.common import fmt_duration
 
 log = logging.getLogger(__name__)
 

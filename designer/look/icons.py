@@ -12,7 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, QRectF, Qt
 from PySide6.QtGui import QIcon, QImage, QPainter, QPixmap
 
-ICON_DIR = Path(__file__).resolve().parents[1] / "resources" / "icons"
+ICON_DIR = Path(__file__).resolve().parents[2] / "resources" / "icons"
 
 # Node specs may use names from other icon sets; map the common ones here.
 ALIASES = {"ai": "agent", "llm": "agent", "sparkles": "agent", "email": "mail",

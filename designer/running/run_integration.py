@@ -21,14 +21,15 @@ from runtime.engine import RunResult
 from runtime.events import Event
 from runtime.flow import Flow, Problem, parse_flow
 
+from ..control.run_controller import RunController
+from ..look.settings import settings
+from ..panels.inspector import Inspector
+from ..panels.inspector.common import COLORS, failed_calls, fmt_duration, run_outcome
+from ..panels.inspector.dock import InspectorDock
+from ..panels.inspector.inspector import TAB_AGENT, TAB_DEBUG, TAB_PROBLEMS
+from ..panels.inspector.staleness import RunSnapshot
+from ..panels.inspector.tools_tab import status_text
 from .mcp_dialog import serve_action_for
-from .panels.inspector import Inspector
-from .panels.inspector.common import COLORS, failed_calls, fmt_duration, run_outcome
-from .panels.inspector.dock import InspectorDock
-from .panels.inspector.inspector import TAB_AGENT, TAB_DEBUG, TAB_PROBLEMS
-from .panels.inspector.staleness import RunSnapshot
-from .panels.inspector.tools_tab import status_text
-from .run_controller import RunController
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +37,6 @@ TRACE_KEY = "run/record_every_message"
 
 
 def _settings() -> QSettings:
-    from .main_window import settings
-
     return settings()
 
 
@@ -230,7 +229,7 @@ class RunSession(QObject):
         return self.try_tool(node_id)  # type: ignore[arg-type]
 
     def try_tool(self, node_id: str) -> Any:
-        from .panels.try_tool import TryToolDialog
+        from ..panels.try_tool import TryToolDialog
 
         try:
             dialog = TryToolDialog(self.document.flow.model_copy(deep=True), node_id,

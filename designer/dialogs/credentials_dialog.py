@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from . import theme
+from ..look import theme
 
 SERVICE = "switchboard"
 NO_KEY = "(no key)"

@@ -4,7 +4,7 @@ shown (the canvas's badges, the inspector, the status bar, then History);
 Run > Workers… lists the workers and their load, the runs queued and
 running, and watches or cancels one. A watched run of the flow on screen is
 shown on it; a run of another flow opens in a window of its own, on that
-flow as it runs (designer.remote_runs), as an execution of another workflow
+flow as it runs (designer.running.remote_runs), as an execution of another workflow
 opens on its own canvas in n8n. The workers' shared history is listed from
 the Workers view too.
 
@@ -42,7 +42,7 @@ from PySide6.QtWidgets import (
 
 from runtime.events import RunFinished, RunStarted
 
-from .run_controller import fold_events
+from ..control.run_controller import fold_events
 
 log = logging.getLogger(__name__)
 

@@ -33,9 +33,9 @@ from PySide6.QtWidgets import (
 from runtime.rerun import Rerun, RunsError, plan_rerun
 from runtime.rundiff import changes
 
-from . import theme
-from .panels.inspector.inspector import TAB_TOOLS
-from .panels.json_editor import INVALID, JsonEditor
+from ..look import theme
+from ..panels.inspector.inspector import TAB_TOOLS
+from ..panels.json_editor import INVALID, JsonEditor
 
 FROM_HERE = "Run from Here"
 FROM_HERE_CHANGED = "Run from Here with Changes…"
@@ -46,7 +46,7 @@ EDITOR_LINES = 14
 
 
 class RerunActions(QObject):
-    """Installed by the run integration (designer.run_integration.install)."""
+    """Installed by the run integration (designer.running.run_integration.install)."""
 
     def __init__(self, session: Any) -> None:
         super().__init__(session)

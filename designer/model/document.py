@@ -2,7 +2,7 @@
 
 It wraps a ``runtime.flow.Flow`` and announces every change with a signal;
 the scene, the properties panel and the inspector only listen. Every edit
-a user makes goes through a QUndoCommand (designer.commands) that calls the
+a user makes goes through a QUndoCommand (designer.model.commands) that calls the
 mutators here, so undo/redo is exact and "modified" is simply
 ``not undo_stack.isClean()``.
 """
@@ -29,7 +29,7 @@ from runtime.flow import (
 from runtime.registry import Registry
 from runtime.spec import NodeSpec, ParamValue
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "resources" / "examples"
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "resources" / "examples"
 
 
 class FlowDocument(QObject):
@@ -191,7 +191,7 @@ class FlowDocument(QObject):
     def problems_for(self, node_id: str) -> list[Problem]:
         return [p for p in self.problems if p.node == node_id]
 
-    # -- mutators (call through designer.commands, so that undo works) ---------
+    # -- mutators (call through designer.model.commands, so that undo works) ---------
     def insert_node(self, fnode: FlowNode, index: int | None = None) -> None:
         if self.node(fnode.id) is not None:
             raise ValueError(f"duplicate node id {fnode.id}")

@@ -1,0 +1,1 @@
+"""Stand-alone dialogs any panel may open: credentials and prices."""

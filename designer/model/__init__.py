@@ -1,0 +1,1 @@
+"""The flow document the designer edits, its undo commands and its autosave."""
