@@ -72,9 +72,13 @@ def test_import_linter_contract():
     assert "The runtime and nodes never import Qt KEPT" in r.stdout
     # Dependencies point one way inside the runtime, its agent package and
     # the inspector: the import cycles that once ran both ways stay broken.
-    for name in ("Runtime layers", "LLM providers", "Inspector: tabs depend on the context"):
+    for name in ("Runtime layers", "LLM providers", "Inspector: tabs depend on the context",
+                 # The designer: a layer per folder, canvas and panels below the
+                 # window, the panels independent but for their shared modules.
+                 "Designer layers", "Canvas and panels never import the main window",
+                 "Panels are independent"):
         assert any(line.startswith(name) for line in r.stdout.splitlines()), (name, r.stdout)
-    assert "Contracts: 4 kept, 0 broken." in r.stdout
+    assert ", 0 broken." in r.stdout, r.stdout
 
 
 def test_the_runtime_has_no_import_cycle():
@@ -89,3 +93,90 @@ def test_the_runtime_has_no_import_cycle():
             if name.startswith("runtime.") and name != module:
                 graph.add_edge(module, name)
     assert list(nx.simple_cycles(graph)) == []
+
+
+#: The packages that must stay easy to find one's way in (T3 2/10, the house).
+HOUSE = ("runtime", "nodes", "designer")
+MAX_LINES = 800
+
+
+def import_cycles(packages: tuple[str, ...]) -> list[list[str]]:
+    """Every group of modules that reach each other through their imports
+    (strongly connected components of grimp's graph: lazy imports and
+    ``if TYPE_CHECKING:`` ones count, as import-linter counts them)."""
+    import grimp
+    import networkx as nx
+
+    graph = grimp.build_graph(*packages, cache_dir=None)
+    g = nx.DiGraph()
+    for module in graph.modules:
+        g.add_node(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            g.add_edge(module, imported)
+    return sorted(sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1)
+
+
+def test_no_import_cycle_in_runtime_nodes_or_designer():
+    assert import_cycles(HOUSE) == []
+
+
+def test_the_cycle_scan_would_see_a_cycle(tmp_path, monkeypatch):
+    pkg = tmp_path / "house_probe"
+    (pkg / "canvas").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "canvas" / "__init__.py").write_text("", encoding="utf-8")
+    # A cycle through a TYPE_CHECKING import and a lazy one.
+    (pkg / "canvas" / "scene.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from .interactions import NewWire\n", encoding="utf-8")
+    (pkg / "canvas" / "interactions.py").write_text(
+        "def f():\n    from . import scene\n", encoding="utf-8")
+    (pkg / "window.py").write_text("from .canvas import scene\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert import_cycles(("house_probe",)) == [
+        ["house_probe.canvas.interactions", "house_probe.canvas.scene"]]
+
+
+def long_files(root: Path = ROOT) -> dict[str, int]:
+    found = {}
+    for pkg in HOUSE:
+        for path in sorted((root / pkg).rglob("*.py")):
+            n = len(path.read_text(encoding="utf-8").splitlines())
+            if n > MAX_LINES:
+                found[path.relative_to(root).as_posix()] = n
+    return found
+
+
+#: Files of the runtime and the nodes still over the bound, being split along
+#: their seams at the time of writing (T3 2/10); take a file off once it is.
+#: No file of the designer is over it.
+STILL_LONG = {
+    "runtime/cli.py", "runtime/engine.py",
+    "runtime/expressions.py", "runtime/flow.py", "runtime/node.py",
+}
+
+
+def test_no_file_over_800_lines():
+    found = long_files()
+    assert set(found) <= STILL_LONG, {f: n for f, n in found.items() if f not in STILL_LONG}
+
+
+def test_the_line_count_would_see_a_long_file(tmp_path):
+    (tmp_path / "designer" / "panels").mkdir(parents=True)
+    (tmp_path / "runtime").mkdir()
+    (tmp_path / "nodes").mkdir()
+    (tmp_path / "designer" / "panels" / "big.py").write_text("x = 1\n" * 801, encoding="utf-8")
+    (tmp_path / "runtime" / "ok.py").write_text("x = 1\n" * 800, encoding="utf-8")
+    assert long_files(tmp_path) == {"designer/panels/big.py": 801}
+
+
+def test_the_designer_finds_its_resources_from_its_folders():
+    """Modules moved into role folders (designer/look, designer/model) still
+    find the repository's resources: the icons the canvas draws nodes with,
+    the examples File > Open Example lists."""
+    pytest.importorskip("PySide6")
+    from designer.look.icons import ICON_DIR
+    from designer.model.document import EXAMPLES_DIR
+
+    assert sorted(ICON_DIR.glob("*.svg")), ICON_DIR
+    assert sorted(EXAMPLES_DIR.glob("*.flow.json")), EXAMPLES_DIR
