@@ -31,7 +31,7 @@ import itertools
 import logging
 import math
 import subprocess
-from typing import TYPE_CHECKING, Any, get_args, get_type_hints
+from typing import Any, get_args, get_type_hints
 
 import grpc
 
@@ -42,9 +42,6 @@ from . import wire
 from .discovery import PluginError
 from .pb import plugin_pb2 as pb
 from .pb import plugin_pb2_grpc as pb_grpc
-
-if TYPE_CHECKING:
-    from .host import PluginProcess, RemoteNode
 
 #: The host's logger: one name for all it logs about a plugin.
 log = logging.getLogger("runtime.plugin.host")
@@ -134,11 +131,13 @@ class _Peek:
         return self.wake(cancelled=True)
 
 
+# The process and node are host.PluginProcess and host.RemoteNode, typed Any:
+# host imports this module, so naming them here would make an import cycle.
 class _Connection:
     """The one bidirectional stream to a plugin process, on one event loop:
     requests out (batched), results and node events in."""
 
-    def __init__(self, process: PluginProcess, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, process: Any, loop: asyncio.AbstractEventLoop) -> None:
         self.process = process
         self.loop = loop
         self.channel = grpc.aio.insecure_channel(process.address,
@@ -417,7 +416,7 @@ class _Connection:
                 return
             self._write_step = self.call.write(self._take())
 
-    async def create(self, node: RemoteNode) -> None:
+    async def create(self, node: Any) -> None:
         reply = await self._unary(self.stub.Create, pb.CreateRequest(
             instance=node._instance, type=node.spec.type, name=node.name, run=node._run,
             params_json=wire.dumps(node._settings), outputs_json=wire.dumps(node._outputs)),
