@@ -252,15 +252,25 @@ class _Masker:
         search = self.search
         anchors, size, n = self.anchors, _ANCHOR, len(text)
         spans: list[tuple[int, int]] = []
+        # The last run of SECRET_RUN or more grown along each form: (the hit
+        # it was grown from, its end). A later hit of the form inside it is
+        # not grown again, at any alignment (a form with a repeat, such as
+        # "aaaaaaaa", has an alignment per character): a run of the form
+        # that goes on past it by SECRET_RUN or more has an anchor past it,
+        # and is grown from there, backwards too; one that goes on by less
+        # may show those few characters.
+        grown: dict[str, tuple[int, int]] = {}
         while m is not None:
             start = m.start()
             at = start + size
-            after = start + 1  # where to look on
             for form, pos, kind in anchors[m.group()]:
                 if kind == _WHOLE:
                     lo = start - pos
                     if lo >= 0 and text.startswith(form, lo):
                         spans.append((lo, lo + len(form)))
+                    continue
+                seen = grown.get(form)
+                if seen is not None and seen[0] < start and at <= seen[1]:
                     continue
                 b = 0
                 limit = min(pos, start)
@@ -271,13 +281,11 @@ class _Masker:
                 while f < limit and text[at + f] == form[pos + size + f]:
                     f += 1
                 if b + size + f >= SECRET_RUN:
+                    if seen is None or seen[0] < start or seen[1] < at + f:
+                        grown[form] = (start, at + f)
                     if not (kind == _RUN_NOT_WORD and _WORD.fullmatch(text, start - b, at + f)):
                         spans.append((start - b, at + f))
-                    # The rest of this run holds more of its anchors: skip
-                    # them. (A run of another form that goes on past it has
-                    # an anchor past it, if the rest is long enough to hide.)
-                    after = max(after, at + f)
-            m = search(text, after) if after < n else None
+            m = search(text, start + 1)
         if not spans:
             return text
         spans.sort()

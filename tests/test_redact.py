@@ -185,7 +185,17 @@ def test_a_secret_under_8_characters_is_hidden_only_whole():
     assert redact("key Qx7#k and x7#kP") == "key Qx7#k and x7#kP"
 
 
-def test_the_end_of_a_growing_text_is_held_while_it_may_be_the_start_of_a_run():
+@pytest.fixture
+def only_these_secrets(monkeypatch):
+    """A registry of its own for a test that asserts what is not hidden or
+    held (other tests' secrets are registered for good in this process)."""
+    monkeypatch.setattr(node_mod, "_resolved_secrets", set())
+    monkeypatch.setattr(node_mod, "_resolved_logins", set())
+    monkeypatch.setattr(node_mod, "_masker", None)
+
+
+def test_the_end_of_a_growing_text_is_held_while_it_may_be_the_start_of_a_run(
+        only_these_secrets):
     register_secret(RUN_PW)
     assert node_mod.redact_hold("answer: " + RUN_PW[4:11]) == 7  # 7 of a run, 1 more hides it
     assert node_mod.redact_hold("answer: " + RUN_PW[4:9]) >= 5
@@ -351,7 +361,7 @@ async def test_a_secret_inside_a_message_is_masked_in_debug_stats_and_trace():
     assert r.node("r").seen[0]["payload"]["note"] == f"key={MSG_PW}"
 
 
-def test_a_word_inside_a_secret_of_more_than_letters_stays_readable():
+def test_a_word_inside_a_secret_of_more_than_letters_stays_readable(only_these_secrets):
     """A run that reads like a word ("credential" of "sk-stored-credential-777")
     is the secret's least secret part and ordinary text's most common one:
     it is shown. The runs around it are not; nor is any run of a secret
@@ -360,6 +370,9 @@ def test_a_word_inside_a_secret_of_more_than_letters_stays_readable():
     assert redact("no credential named 'typo'") == "no credential named 'typo'"
     assert redact("key sk-worded-cred") == "key ***"
     assert redact("x=credential-5150") == "x=***"
+    # Two secrets sharing a run: each is grown along its own text.
+    register_secret("sk-other-credential-77")
+    assert redact("x=credential-5150 y=credential-77") == "x=*** y=***"
     register_secret("qwhvmzprtkdlsbna")  # an app password: 16 letters
     assert redact("first half qwhvmzpr") == "first half ***"
 
