@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cost import RunCost
-from .events import (
+from ..cost import RunCost
+from ..events import (
     Debug,
     EventBus,
     Log,
@@ -40,9 +40,9 @@ from .events import (
     RunStarted,
     Stats,
 )
-from .expressions import RUN_DEADLINE, RenderDeadline
-from .flow import Flow, FlowError, FlowNode, validate_flow
-from .message import (
+from ..expressions import RUN_DEADLINE, RenderDeadline
+from ..flow import Flow, FlowError, FlowNode, validate_flow
+from ..message import (
     AGENT_NODE_ID,
     MESSAGE_TYPE,
     TOOL_CALLER_ID,
@@ -56,9 +56,9 @@ from .message import (
     new_msgid,
     to_jsonable,
 )
-from .node import DROP, Node, NodeConfigError, redact, register_flow_secrets, run_in_thread
-from .registry import Registry
-from .spec import NodeSpec, ParamValue, Scope
+from ..node import DROP, Node, NodeConfigError, redact, register_flow_secrets, run_in_thread
+from ..registry import Registry
+from ..spec import NodeSpec, ParamValue, Scope
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +191,7 @@ class NodeRuntime:
     def progress(self, fraction: float | None, text: str = "") -> None:
         """A node's progress: a ``tool.status`` of the tool call it runs for
         (throttled there), else its status line ("40% page 2 of 5")."""
-        from .node import TOOL_CALL
+        from ..node import TOOL_CALL
 
         loop = self.engine._loop
         if loop is not None and not _on_loop(loop):
@@ -339,7 +339,7 @@ class Engine:
         #: their code is swapped out here, so the hot path tests nothing new.
         self.pinned: list[str] = []
         if use_pins:
-            from .pins import apply_pins
+            from ..pins import apply_pins
 
             self.pinned = apply_pins(self)
 
@@ -395,7 +395,7 @@ class Engine:
                      and getattr(bp, "expr", None) is not None]
         if not templates:
             return
-        from .expressions import ExpressionContext
+        from ..expressions import ExpressionContext
 
         context = ExpressionContext.for_run(self.flow, self.registry, self.resource)
         for bp in templates:
@@ -967,7 +967,7 @@ class Engine:
         """The flow variables (Set Variable's flow scope) as the run ends,
         before its resources are closed: a rerun from a node starts with
         them, since the nodes that set them are upstream and do not run."""
-        from .expressions import FLOW_VARIABLES
+        from ..expressions import FLOW_VARIABLES
 
         found = self._resources.get(FLOW_VARIABLES)
         if not isinstance(found, dict) or not found:
@@ -1097,7 +1097,7 @@ def expand_workspace(params: dict[str, ParamValue], run_id: str) -> dict[str, Pa
     if not any(v.scope is Scope.CUSTOM and isinstance(v.value, str) and WORKSPACE in v.value
                for v in params.values()):
         return params
-    from .workspace import workspace_root
+    from ..workspace import workspace_root
 
     root = workspace_root(run_id)
     root.mkdir(parents=True, exist_ok=True)

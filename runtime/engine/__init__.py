@@ -1,0 +1,64 @@
+"""The engine: runs a flow (``runtime.engine.core``).
+
+``runtime.engine`` is the public face of the package: import from here.
+"""
+
+from __future__ import annotations
+
+from .core import (
+    DEBUG_ITEMS,
+    DRAIN_BATCH,
+    FLOW_DIR,
+    LAST_MESSAGES,
+    MAX_CATCHES,
+    MAX_DEPTH,
+    MAX_IN_FLIGHT,
+    REPLAY_BYTES,
+    REPLAY_CALLS,
+    REPLAY_INPUTS,
+    REPLAY_MESSAGE_BYTES,
+    SNAPSHOT_ITEMS,
+    SNAPSHOT_LIMIT,
+    STATS_INTERVAL,
+    STATUS_OF_REASON,
+    WORKSPACE,
+    Engine,
+    NodeRuntime,
+    RunResult,
+    WireRuntime,
+    busy_node,
+    error_text,
+    expand_flow_dir,
+    expand_workspace,
+    flow_hash,
+    tool_response,
+)
+
+__all__ = [
+    "DEBUG_ITEMS",
+    "DRAIN_BATCH",
+    "FLOW_DIR",
+    "LAST_MESSAGES",
+    "MAX_CATCHES",
+    "MAX_DEPTH",
+    "MAX_IN_FLIGHT",
+    "REPLAY_BYTES",
+    "REPLAY_CALLS",
+    "REPLAY_INPUTS",
+    "REPLAY_MESSAGE_BYTES",
+    "SNAPSHOT_ITEMS",
+    "SNAPSHOT_LIMIT",
+    "STATS_INTERVAL",
+    "STATUS_OF_REASON",
+    "WORKSPACE",
+    "Engine",
+    "NodeRuntime",
+    "RunResult",
+    "WireRuntime",
+    "busy_node",
+    "error_text",
+    "expand_flow_dir",
+    "expand_workspace",
+    "flow_hash",
+    "tool_response",
+]
