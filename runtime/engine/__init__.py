@@ -6,10 +6,8 @@
 from __future__ import annotations
 
 from .core import (
-    DEBUG_ITEMS,
     DRAIN_BATCH,
     FLOW_DIR,
-    LAST_MESSAGES,
     MAX_CATCHES,
     MAX_DEPTH,
     MAX_IN_FLIGHT,
@@ -17,21 +15,25 @@ from .core import (
     REPLAY_CALLS,
     REPLAY_INPUTS,
     REPLAY_MESSAGE_BYTES,
-    SNAPSHOT_ITEMS,
-    SNAPSHOT_LIMIT,
     STATS_INTERVAL,
     STATUS_OF_REASON,
     WORKSPACE,
     Engine,
-    NodeRuntime,
     RunResult,
-    WireRuntime,
     busy_node,
     error_text,
     expand_flow_dir,
     expand_workspace,
     flow_hash,
     tool_response,
+)
+from .node_runtime import (
+    DEBUG_ITEMS,
+    LAST_MESSAGES,
+    SNAPSHOT_ITEMS,
+    SNAPSHOT_LIMIT,
+    NodeRuntime,
+    WireRuntime,
 )
 
 __all__ = [
