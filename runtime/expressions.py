@@ -98,6 +98,11 @@ MAX_STEPS = 100_000
 #: both the time of a render (about a second at worst) and what it
 #: allocates on the way (a few tens of MB); see _FILTER_COST.
 MAX_WORK = 2_000_000
+#: The work compiling may spend on a template's constants (at most about a
+#: tenth of a second; what is allocated counts at C's rate then, since the
+#: values are dropped once compiled): validating a flow stays quick however
+#: its templates look.
+FOLD_WORK = 250_000
 #: Most digits of a whole number (Python's own limit for turning one into
 #: text, so that any number a template makes can be shown).
 MAX_INT_DIGITS = 4_300
@@ -153,6 +158,11 @@ class _Bound(Exception):
     """A bound was hit inside a render (turned into an ExpressionError)."""
 
 
+class _NotFolded(Exception):
+    """Compiling spent its share of work on constants: what is left of them
+    is worked out (and bounded) when rendering."""
+
+
 def _preview(value: Any, limit: int = 60) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, default=repr)
@@ -164,12 +174,16 @@ def _preview(value: Any, limit: int = 60) -> str:
 # -- the state of one render ---------------------------------------------------
 
 class _Render:
-    __slots__ = ("steps", "work", "check_at", "roots", "weights", "deadline")
+    __slots__ = ("steps", "work", "check_at", "roots", "weights", "deadline", "folding")
 
-    def __init__(self, roots: dict[str, Any], deadline: float | None = None) -> None:
+    def __init__(self, roots: dict[str, Any], deadline: float | None = None, *,
+                 folding: bool = False) -> None:
         self.steps = MAX_STEPS
-        self.work = MAX_WORK
-        self.check_at = MAX_WORK - _CHECK_WORK
+        # Working out a template's constants when it is compiled gets a
+        # small part of the budget: past it, the rest is left to renders.
+        self.work = FOLD_WORK if folding else MAX_WORK
+        self.check_at = self.work - _CHECK_WORK
+        self.folding = folding
         self.roots = roots
         # id -> (value, weight, depth) of the containers weighed so far
         # (the value is kept so that its id cannot be reused meanwhile).
@@ -201,6 +215,8 @@ def _charge(n: int) -> None:
 
 
 def _worked(state: _Render) -> None:
+    if state.work < 0 and state.folding:
+        raise _NotFolded
     if state.work < 0:
         raise _Bound(f"the template did more than {MAX_WORK} units of work (characters and "
                      "items built, copied, compared or turned into text); it is bounded so that "
@@ -457,7 +473,11 @@ def _sized(value: Any, what: str = "a value", charge: bool = True) -> Any:
 def _charge_made(value: Any, n: int) -> None:
     """Making a value of ``n`` characters (1/16 unit each) or items (list
     slots, 1/2 unit each): what a render allocates is bounded by MAX_WORK."""
-    _charge(n >> 4 if isinstance(value, (str, bytes)) else n >> 1)
+    state = _STATE.get()
+    if state is not None and state.folding:
+        _charge(n >> 4)  # compiling keeps no value: only its time counts
+    else:
+        _charge(n >> 4 if isinstance(value, (str, bytes)) else n >> 1)
 
 
 def _built(value: Any, what: str) -> Any:
@@ -1417,6 +1437,18 @@ def _compile(text: str, *, text_mode: bool) -> Compiled:
                     and len(body[0].nodes) == 1 \
                     and not isinstance(body[0].nodes[0], nodes.TemplateData):
                 native_expr = body[0].nodes[0]
+    # Constants are worked out (by _check_constants, then by Jinja's own
+    # optimizer) under the bounds, with compiling's share of work.
+    token = _STATE.set(_Render({}, folding=True))
+    try:
+        return _compiled(env, ast, text, native_expr, roots)
+    finally:
+        _STATE.reset(token)
+
+
+def _compiled(env: Any, ast: Any, text: str, native_expr: Any, roots: frozenset[str]) -> Compiled:
+    from jinja2 import TemplateSyntaxError, nodes
+
     _check_constants(ast, env, text)
     _add_steps(ast)
     try:
@@ -1544,7 +1576,6 @@ def _check_constants(ast: Any, env: Any, text: str) -> None:
                     attempt(lambda: _call_check(method, tuple(args), named))
         return _NO
 
-    token = _STATE.set(_Render({}))
     try:
         for node in ast.find_all(nodes.Expr):
             try:
@@ -1552,10 +1583,10 @@ def _check_constants(ast: Any, env: Any, text: str) -> None:
             except _Bound as exc:
                 line = f" (line {node.lineno})" if "\n" in text else ""
                 raise ExpressionError(f"{exc}{line}") from None
+    except _NotFolded:
+        pass  # the rest is bounded when rendering
     except RecursionError:
         raise ExpressionError(_TOO_DEEP) from None
-    finally:
-        _STATE.reset(token)
 
 
 def _add_steps(ast: Any) -> None:

@@ -7,11 +7,20 @@ The mutations: wrong types at every place of the file, missing and extra
 keys, huge and negative numbers, NaN, deep nesting, odd and invalid unicode,
 duplicate ids and wires, dangling wires, unknown types, ports and scopes, and
 damage to the text itself (cut short, deep brackets, 5,000-digit numbers,
-invalid UTF-8).
+invalid UTF-8), and templates: a Template node's template or a param's
+expression replaced by one built from the shapes that once broke the
+bounds (huge repeats and widths, named %-formats, repeated format fields,
+squaring loops, lists nested by reference, nested loops, big blocks).
 
-CI runs SWITCHBOARD_FUZZ_EXAMPLES (default 2,000) validate examples and half
-as many run and parse_flow examples (about 25 s on 2 cores); raise it for a
-longer hunt:
+The template property on its own (``test_any_render_ends_within_its_bounds``):
+whatever such a template is, compiling it gives a template or an
+ExpressionError, and rendering it a value or an ExpressionError naming the
+bound, within the memory the bounds allow; never another exception, never
+a hang (pytest's timeout would end one).
+
+CI runs SWITCHBOARD_FUZZ_EXAMPLES (default 2,000) validate examples, half as
+many run and parse_flow examples and a tenth as many template renders (about
+a minute on 2 cores); raise it for a longer hunt:
 
     SWITCHBOARD_FUZZ_EXAMPLES=20000 .venv/bin/pytest tests/test_fuzz_flows.py
 """
@@ -22,6 +31,7 @@ import copy
 import io
 import json
 import os
+import resource
 import socket
 import tempfile
 from contextlib import redirect_stderr, redirect_stdout
@@ -32,9 +42,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from runtime import cli
+from runtime.expressions import Expression, ExpressionError, TextTemplate
 from runtime.flow import FlowError, Problem, parse_flow, validate_flow
 from runtime.node import NodeConfigError
 from runtime.registry import Registry
+from runtime.spec import ParamSpec, ParamType, Scope
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "resources" / "examples"
 EXAMPLES = {p.name: json.loads(p.read_text(encoding="utf-8"))
@@ -85,6 +97,117 @@ keys = st.one_of(st.sampled_from(["id", "type", "name", "position", "params", "o
                  st.text(safe_chars, max_size=8), odd_text)
 
 
+# -- templates -------------------------------------------------------------------
+
+# Pieces of the shapes that once broke the bounds (issue T3 1/10): sizes,
+# widths and exponents near and far past the bounds, format strings with
+# named, starred and repeated fields, and the names a template reads.
+T_NUMBERS = st.sampled_from(["0", "1", "-1", "7", "999999", "1000000", "400000000", "2 ** 31",
+                             "10 ** 9", "4300", "14285", "1e308", "0.5", "range(5) | length"])
+T_TEXTS = st.sampled_from(["'x'", "''", "'ab' * 1000", "'%(a)s'", "'%(a)400000000s'", "'%s%s'",
+                           "'%*d'", "'{0}{0}{0}'", "'{:>400000000}'", "'{a}'", "'{:{w}}'",
+                           "'%(a(b))s'", "'\\t' * 100", "'{}'"])
+T_NAMES = st.sampled_from(["msg.payload", "msg.payload.big", "msg.payload.shared",
+                           "msg.payload.rows", "msg.payload.n", "msg", "env", "payload"])
+T_FILTERS = st.sampled_from([
+    "length", "string", "list", "sort", "unique", "first", "sum", "tojson", "tojson(indent=16)",
+    "pprint", "upper", "center(400000000)", "indent(999999)", "replace('x', 'xxxxxxxxxx')",
+    "join(',')", "join('x' * 1000)", "batch(999999, 'xxxx')", "slice(999999, [1])",
+    "format(a='x')", "format(1, 2)", "wordwrap(1)", "urlize", "map('string') | list", "reverse",
+    "dictsort", "select('odd') | list", "default('d')", "int", "float", "items | list"])
+T_METHODS = st.sampled_from([
+    ".format('x')", ".format(msg.payload.big)", ".format(a=msg.payload.big, w=9)",
+    ".format_map({'a': msg.payload.big})", ".ljust(999999)", ".center(400000000)",
+    ".zfill(999999)", ".replace('', 'xx')", ".join(range(99999))", ".split()",
+    ".expandtabs(999999)", ".count('x')"])
+T_OPS = st.sampled_from(["*", "+", "**", "%", "~", "-", "//", "=="])
+
+
+def t_exprs() -> st.SearchStrategy[str]:
+    leaf = T_NUMBERS | T_TEXTS | T_NAMES | st.sampled_from(["[1] * 999999", "[[1] * 999] * 999",
+                                                            "namespace(a=1)", "range(100000)"])
+
+    def grow(inner):
+        return st.one_of(
+            st.tuples(inner, T_OPS, inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            st.tuples(inner, T_FILTERS).map(lambda t: f"({t[0]} | {t[1]})"),
+            st.tuples(inner, T_METHODS).map(lambda t: f"({t[0]}){t[1]}"),
+            st.lists(inner, min_size=1, max_size=6).map(lambda xs: f"[{', '.join(xs)}]"),
+            st.tuples(inner, inner).map(lambda t: f"dict(a={t[0]}, b={t[1]})"),
+        )
+
+    return st.recursive(leaf, grow, max_leaves=6)
+
+
+@st.composite
+def t_templates(draw) -> str:
+    """A template of the shapes above (for a param's expression or a
+    Template node: a name that one does not know is its own error)."""
+    e = draw(t_exprs())
+    shape = draw(st.sampled_from(["out", "out", "loop", "loops", "square", "block", "macro",
+                                  "nest", "compare", "text"]))
+    n = draw(st.sampled_from(["3", "1000", "100000"]))
+    if shape == "out":
+        return f"{{{{ {e} }}}}"
+    if shape == "loop":
+        return f"{{% for i in range({n}) %}}{{{{ {e} }}}}{{% endfor %}}"
+    if shape == "loops":
+        return (f"{{% for i in range({n}) %}}{{% for j in range({n}) %}}{{% endfor %}}"
+                f"{{% endfor %}}{{{{ {e} }}}}")
+    if shape == "square":
+        return (f"{{% set ns = namespace(v={e}) %}}{{% for i in range({n}) %}}"
+                f"{{% set ns.v = ns.v {draw(T_OPS)} ns.v %}}{{% endfor %}}{{{{ ns.v | length }}}}")
+    if shape == "block":
+        return (f"{{% set t %}}{{% for i in range({n}) %}}{{{{ {e} }}}}{{% endfor %}}"
+                "{% endset %}{{ t | length }}")
+    if shape == "macro":
+        return (f"{{% macro m(k) %}}{{% if k %}}{{{{ m(k - 1) }}}}{{{{ m(k - 1) }}}}"
+                f"{{% else %}}{{{{ {e} }}}}{{% endif %}}{{% endmacro %}}{{{{ m(30) | length }}}}")
+    if shape == "nest":
+        return (f"{{% set a = [{e}] %}}{{% set b = [a, a, a, a, a, a, a, a, a, a] %}}"
+                "{% set c = [b, b, b, b, b, b, b, b, b, b] %}{{ [c, c, c] | string | length }}")
+    if shape == "compare":
+        return f"{{% for i in range({n}) %}}{{% if {e} == {e} %}}{{% endif %}}{{% endfor %}}ok"
+    return f"text {{{{ {e} }}}} and {{% if {e} %}}yes{{% endif %}}"
+
+
+#: The shapes of the issue, for mutations of whole flows (drawing from the
+#: generator above costs more than a flow's other mutations together).
+T_PRESETS = [
+    "{{ 'x' * 400000000 }}", "{{ 'x' * msg.payload }}", "{{ 'x' * payload }}",
+    "{{ '{:>400000000}'.format('x') }}", "{{ ('{:>' ~ msg.payload ~ '}').format('x') }}",
+    "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    "{% set a = 2**999999 %}ok", "{{ 10 ** 5000 }}", "{{ '%(a)400000000s' % {'a': 'x'} }}",
+    "{{ '%(a)400000000s' | format(a='x') }}", "{{ ('%(a)s' * 1000) % {'a': 'x' * 100000} }}",
+    "{% set ns = namespace(n=3) %}{% for i in range(40) %}{% set ns.n = ns.n * ns.n %}"
+    "{% endfor %}{{ ns.n > 0 }}",
+    "{{ [[1] * 999999] * 999999 }}", "{{ ('{0}' * 1000).format('x' * 100000) }}",
+    "{% set a = ['x' * 20000] %}{% set b = [a, a, a, a, a, a, a, a, a, a] %}"
+    "{% set c = [b, b, b, b, b, b, b, b, b, b] %}{{ c }}",
+    "{% macro m(k) %}{% if k %}{{ m(k - 1) }}{{ m(k - 1) }}{% endif %}{% endmacro %}{{ m(30) }}",
+    "{% for i in range(100000) %}{{ 'x' * 100 }}{% endfor %}",
+    "{{ env | tojson }}", "{{ msg | tojson(indent=16) }}", "{{ payload.name }}",
+    "{{ msg.payload }}", "Hi {{ payload }}", "{{ msg.payload.n + 1 }}", "{% if %}",
+]
+_SHARED = ["y" * 100] * 1000
+T_MESSAGE = {"_msgid": "m", "topic": "t", "payload": {
+    "big": "x" * 100_000, "n": 3, "shared": [_SHARED] * 1000,
+    "rows": [{"sku": f"A-{i}", "qty": i} for i in range(2000)]}}
+#: How much a render may grow the process (its peak resident size), far
+#: below what the shapes above built before the bounds (gigabytes).
+T_PEAK_KB = 256 * 1024
+N_TEMPLATE_EXAMPLES = max(N_EXAMPLES // 10, 50)
+
+
+def _str_params(node: dict) -> list[str]:
+    spec = Registry.default().spec(node.get("type")) if isinstance(node.get("type"), str) \
+        else None
+    if spec is None:
+        return ["payload"]
+    return [p.name for p in spec.params if p.type.value in ("str", "json", "int")
+            and not p.secret] or ["payload"]
+
+
 # -- mutations of the decoded document ------------------------------------------
 
 def places(doc) -> list[tuple[object, object]]:
@@ -114,7 +237,8 @@ def wire_list(doc) -> list[dict]:
 @st.composite
 def mutate_once(draw, doc):
     op = draw(st.sampled_from(["same", "same", "same", "replace", "replace", "delete", "add",
-                               "duplicate", "wire", "id", "type", "scope", "provider"]))
+                               "duplicate", "wire", "id", "type", "scope", "provider",
+                               "template"]))
     nodes, wires = node_list(doc), wire_list(doc)
     ids = [n.get("id") for n in nodes] + ["ghost", "", 5, None]
     if op == "wire" and wires:
@@ -135,6 +259,17 @@ def mutate_once(draw, doc):
             if draw(st.booleans()):
                 setting[draw(st.sampled_from(["value", "path", "description"]))] = draw(values)
             params[name] = setting
+    elif op == "template" and nodes:
+        # A Template node's template, or any text param as an expression.
+        node = draw(st.sampled_from(nodes))
+        params = node.setdefault("params", {})
+        if isinstance(params, dict):
+            text = draw(st.sampled_from(T_PRESETS))
+            if node.get("type") == "core.template" and draw(st.booleans()):
+                params["template"] = {"scope": "custom", "value": text}
+            else:
+                params[draw(st.sampled_from(_str_params(node)))] = {"scope": "expression",
+                                                                     "value": text}
     elif op == "provider":
         agents = [n for n in nodes if n.get("type") == "ai.agent"] or nodes
         if agents and isinstance(agents[0].get("params", {}), dict):
@@ -309,3 +444,36 @@ def test_parse_flow_raises_nothing_but_flow_error(raw):
     problems = validate_flow(flow, file="f.flow.json")
     event("refused by validation" if any(p.severity == "error" for p in problems) else "valid")
     assert all(isinstance(p, Problem) for p in problems)
+
+
+def _one_render(make, msg) -> str:
+    """Compile and render; the outcome as a word for hypothesis' stats."""
+    try:
+        template = make()
+    except ExpressionError as exc:
+        assert str(exc).strip() and "Traceback" not in str(exc)
+        return "refused when compiled"
+    try:
+        template.render(msg)
+    except ExpressionError as exc:
+        assert str(exc).strip() and "internal error" not in str(exc)
+        return "refused when rendered"
+    return "rendered"
+
+
+# The renders take about a second at worst (MAX_WORK), a tenth on average.
+@pytest.mark.timeout(max(600, N_TEMPLATE_EXAMPLES * 3))
+@settings(FUZZ, max_examples=N_TEMPLATE_EXAMPLES)
+@given(text=t_templates())
+def test_any_render_ends_within_its_bounds(text):
+    """An expression and a Template node with the same text: each compiles
+    to a template or an ExpressionError, and renders to a value or an
+    ExpressionError, without growing the process past T_PEAK_KB; nothing
+    else escapes. (A hang would be ended by pytest's timeout.)"""
+    spec = ParamSpec(name="p", type=ParamType.STR, label="p", allowed_scopes=[Scope.CUSTOM],
+                     default_scope=Scope.CUSTOM)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    event("expression " + _one_render(lambda: Expression(spec, text), T_MESSAGE))
+    event("template node " + _one_render(lambda: TextTemplate(text), T_MESSAGE))
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown < T_PEAK_KB, f"the process grew {grown // 1024} MB for {text!r}"

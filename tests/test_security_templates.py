@@ -160,6 +160,28 @@ def test_the_template_node_keeps_its_own_ways():
         TextTemplate("{{ payload.append(1) }}").render({"payload": []})
 
 
+def test_a_template_that_an_expression_gives_is_read_for_each_message(tmp_path):
+    """Found by the fuzz test: the template param set by an expression was
+    rendered when the run was built, with no message: any error then was an
+    "internal error". Now it is read per message, and fails per message."""
+    good = "Hi {{ '{{ payload.name }}' }} {{ msg.payload.n }}"  # a template made per message
+    bad = "{{ msg.payload.nothing }}"
+    for text, code, want in ((good, 0, "Hi Ada 7"), (bad, 1, None)):
+        path = tmp_path / "expr.flow.json"
+        data = flow_data([N("src", "core.inject", payload={"name": "Ada", "n": 7}),
+                          N("tpl", "core.template",
+                            template={"scope": "expression", "value": text}),
+                          N("show", "core.debug")], ["src->tpl", "tpl->show"])
+        path.write_text(json.dumps(data), encoding="utf-8")
+        got, out, err = switchboard("run", str(path), "--no-history")
+        assert got == code, err
+        assert "internal error" not in err and "Traceback" not in err
+        if want:
+            assert json.loads(out)["value"] == want
+        else:
+            assert "params.template: 'msg.payload' has no attribute 'nothing'" in err
+
+
 def _deadline_passes_after(monkeypatch, calls: int) -> None:
     """The clock renders read jumps an hour ahead after ``calls`` readings:
     a render that is still going then has seen the deadline pass (no test

@@ -7,6 +7,7 @@ from typing import Any
 from runtime.expressions import ExpressionError, TextTemplate, compile_text_template
 from runtime.message import PathError, deep_copy, delete_path, get_path, parse_path, set_path
 from runtime.node import CUSTOM, Node, NodeConfigError, Param, node
+from runtime.spec import Scope
 
 CHANGE_ACTIONS = ("set", "delete", "move", "copy")
 
@@ -127,20 +128,25 @@ class Template(Node):
 
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
-        try:
-            self._tpl = TextTemplate(self.template.get() or "")
-        except ExpressionError as exc:
-            raise NodeConfigError(f"template error: {exc}") from None
-        self._to = self.to.get() or "payload"
+        # A param set by an expression ({{ }} scope) has a value per message:
+        # it is read then, not here (with no message it may not render).
+        self._tpl: TextTemplate | None = None
+        if self.template.scope is not Scope.EXPRESSION:
+            try:
+                self._tpl = TextTemplate(self.template.get() or "")
+            except ExpressionError as exc:
+                raise NodeConfigError(f"template error: {exc}") from None
+        self._to = None if self.to.scope is Scope.EXPRESSION else self.to.get() or "payload"
 
     def on_message(self, msg):
         # RenderDeadline (the run's --timeout passed mid-render) is not an
         # ExpressionError: it reaches the engine, which ends the run.
         try:
-            text = self._tpl.render(msg)
+            tpl = self._tpl or TextTemplate(self.template.get(msg) or "")  # compiled once a text
+            text = tpl.render(msg)
         except ExpressionError as exc:
             raise NodeConfigError(f"template: {exc}") from None
-        set_path(msg, self._to, text)
+        set_path(msg, self._to or self.to.get(msg) or "payload", text)
 
 
 @node("core.split", name="Split", category="Core", icon="split", color="#e2a03f")
