@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from .core import (
     DRAIN_BATCH,
-    FLOW_DIR,
     MAX_CATCHES,
     MAX_DEPTH,
     MAX_IN_FLIGHT,
@@ -17,13 +16,10 @@ from .core import (
     REPLAY_MESSAGE_BYTES,
     STATS_INTERVAL,
     STATUS_OF_REASON,
-    WORKSPACE,
     Engine,
     RunResult,
     busy_node,
     error_text,
-    expand_flow_dir,
-    expand_workspace,
     flow_hash,
     tool_response,
 )
@@ -34,6 +30,12 @@ from .node_runtime import (
     SNAPSHOT_LIMIT,
     NodeRuntime,
     WireRuntime,
+)
+from .params import (
+    FLOW_DIR,
+    WORKSPACE,
+    expand_flow_dir,
+    expand_workspace,
 )
 
 __all__ = [
