@@ -10,17 +10,11 @@ from .core import (
     MAX_CATCHES,
     MAX_DEPTH,
     MAX_IN_FLIGHT,
-    REPLAY_BYTES,
-    REPLAY_CALLS,
-    REPLAY_INPUTS,
-    REPLAY_MESSAGE_BYTES,
-    STATS_INTERVAL,
     STATUS_OF_REASON,
     Engine,
     RunResult,
     busy_node,
     error_text,
-    flow_hash,
     tool_response,
 )
 from .node_runtime import (
@@ -36,6 +30,14 @@ from .params import (
     WORKSPACE,
     expand_flow_dir,
     expand_workspace,
+)
+from .recording import (
+    REPLAY_BYTES,
+    REPLAY_CALLS,
+    REPLAY_INPUTS,
+    REPLAY_MESSAGE_BYTES,
+    STATS_INTERVAL,
+    flow_hash,
 )
 
 __all__ = [
