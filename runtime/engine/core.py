@@ -61,7 +61,7 @@ from .node_runtime import (
 from .params import expand_flow_dir, expand_workspace
 from .recording import REPLAY_INPUTS, Recording
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("runtime.engine")  # the name its log lines had as one module
 
 MAX_DEPTH = 100
 MAX_CATCHES = 10  # times one message may be caught before an error is final

@@ -21,7 +21,7 @@ from ..message import to_jsonable
 from .calls import CallStatus, ToolOutcome, _final_phase, _Running, _Waiting, new_caller_id
 from .schema import ToolDef
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("runtime.tools")  # the name its log lines had as one module
 
 #: The tools an agent gets while it has background tasks.
 TASK_STATUS = "task_status"
