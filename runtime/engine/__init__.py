@@ -14,9 +14,9 @@ from .core import (
     Engine,
     RunResult,
     busy_node,
-    error_text,
     tool_response,
 )
+from .errors import error_text
 from .node_runtime import (
     DEBUG_ITEMS,
     LAST_MESSAGES,

@@ -52,6 +52,7 @@ from ..message import (
 )
 from ..node import DROP, Node, NodeConfigError, redact, register_flow_secrets, run_in_thread
 from ..registry import Registry
+from .errors import _log_traceback, error_text
 from .node_runtime import (
     SNAPSHOT_ITEMS,
     SNAPSHOT_LIMIT,
@@ -798,24 +799,6 @@ def busy_node(engine: Engine, thread_id: int | None) -> str | None:
             return owner.id
         frame = frame.f_back
     return None
-
-
-def _log_traceback(what: str, node_id: str, exc: BaseException) -> None:
-    """The traceback at DEBUG, redacted: an exception's text may quote a
-    secret the node resolved (a server echoing a password)."""
-    if log.isEnabledFor(logging.DEBUG):
-        import traceback
-
-        log.debug(what + "\n%s", node_id, redact("".join(traceback.format_exception(exc))).rstrip())
-
-
-def error_text(exc: BaseException) -> str:
-    """What a user (or the LLM) is told about an exception: its message, no
-    traceback, no secret."""
-    text = str(exc).strip() or type(exc).__name__
-    if not isinstance(exc, NodeConfigError) and type(exc).__name__ not in text:
-        text = f"{type(exc).__name__}: {text}" if str(exc).strip() else text
-    return redact(text)[:2000]
 
 
 def tool_response(request: dict, *, data: Any = None, error: str | None = None) -> dict:
