@@ -14,7 +14,6 @@ from .core import (
     Engine,
     RunResult,
     busy_node,
-    tool_response,
 )
 from .errors import error_text
 from .node_runtime import (
@@ -39,6 +38,7 @@ from .recording import (
     STATS_INTERVAL,
     flow_hash,
 )
+from .tool_mode import tool_response
 
 __all__ = [
     "DEBUG_ITEMS",
