@@ -1309,6 +1309,8 @@ def _make_environment(*, text: bool) -> Any:
             _charge(_CALL)
             result = super().call(__context, __obj, *args, **kwargs)
             if __obj is dict or __obj is Namespace:  # built from what it was given
+                if __obj is Namespace:
+                    _charge(_CALL)  # a namespace costs twice a call (Jinja's checks of it)
                 return _built(result, "dict() or namespace()")
             # What a method of a list or dict gives is found there, not made.
             return _sized(result, charge=not isinstance(getattr(__obj, "__self__", None),
