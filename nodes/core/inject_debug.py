@@ -33,7 +33,7 @@ PAYLOAD_TYPES = ["string", "number", "boolean", "JSON", "timestamp", "env variab
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Variables that usually hold a secret: an inject would copy it into every
 # message, where debug output, run history and an LLM's prompt would show it.
-_SECRET_ENV = re.compile(r"(^|_)(API_?KEY|KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASS|"
+_SECRET_ENV = re.compile(r"(^|_)(API_?KEY|KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASS|PWD|"
                          r"CREDENTIALS?|PRIVATE|AUTH)($|_)|SECRET|TOKEN|PASSWORD|APIKEY")
 
 
