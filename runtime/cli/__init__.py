@@ -896,6 +896,3 @@ def _design(args: argparse.Namespace) -> int:
         raise UsageError(f"the designer is not available: {exc}") from None
     return run_designer(args)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

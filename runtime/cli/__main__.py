@@ -1,0 +1,7 @@
+"""``python -m runtime.cli``: the ``switchboard`` command."""
+
+import sys
+
+from runtime.cli import main
+
+sys.exit(main())
