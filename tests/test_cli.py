@@ -295,6 +295,20 @@ def test_uncaught_node_error_exits_1(tmp_path):
     assert "error: node 'Template' (t): template:" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_param_read_at_start_that_needs_a_message_is_bad_input_naming_the_node(tmp_path):
+    """A Switch reads its path when the flow starts, before any message: an
+    expression of msg there is the flow's fault (exit 2, the node named),
+    not an internal error (found by the fuzz test on an on_tool hook)."""
+    switch = N("s", "core.switch", rules=[{"op": "else"}])
+    switch["params"]["path"] = {"scope": "expression", "value": "{{ 'x' * msg.payload }}"}
+    path = write(tmp_path, flow_data([N("a", "core.inject", payload=1), switch,
+                                      N("d", "core.debug")], ["a->s", "s.out0->d"]))
+    r = sb("run", path)
+    assert r.returncode == 2, r.stderr
+    assert "node 's': read when the flow starts, before any message: params.path:" in r.stderr
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr
+
+
 def test_a_caught_error_is_printed_as_caught_with_the_nodes_name():
     r = sb("run", str(EXAMPLES / "order-triage.flow.json"))
     assert r.returncode == 0, r.stderr

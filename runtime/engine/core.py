@@ -26,8 +26,8 @@ from typing import Any
 from ..cost import RunCost
 from ..events import EventBus, NodeError, RunFinished, RunStarted
 from ..expressions import RUN_DEADLINE
-from ..flow import Flow, FlowError, validate_flow
-from ..node import Node, register_flow_secrets
+from ..flow import Flow, FlowError, Problem, validate_flow
+from ..node import Node, NodeConfigError, register_flow_secrets
 from ..registry import Registry
 from .dispatch import Dispatch
 from .errors import _log_traceback, error_text
@@ -156,6 +156,7 @@ class Engine(Dispatch, ToolMode, Recording):
                 raise FlowError(problems)
         flow_dir = str(Path(self.file).resolve().parent) if self.file else os.getcwd()
         isolate = set(self.flow.settings.out_of_process)
+        problems: list[Problem] = []
         for fnode in self.flow.nodes:
             cls = self.registry.get(fnode.type)
             assert cls is not None
@@ -164,8 +165,17 @@ class Engine(Dispatch, ToolMode, Recording):
             rt = NodeRuntime(self, fnode, cls.spec)
             params = expand_flow_dir(fnode.params, flow_dir)
             params = expand_workspace(params, self.run_id)
-            rt.bind(cls(fnode.id, fnode.name or "", params, fnode.outputs, rt))
+            try:
+                rt.bind(cls(fnode.id, fnode.name or "", params, fnode.outputs, rt))
+            except NodeConfigError as exc:
+                # A param the node reads when the flow starts, before any
+                # message (a Switch's path as an expression of msg).
+                problems.append(Problem(file=self.file, node=fnode.id,
+                                        message=f"read when the flow starts, before any message: {exc}"))
+                continue
             self.nodes[fnode.id] = rt
+        if problems:
+            raise FlowError(problems)
         self._bind_expressions()
         for index, wire in enumerate(self.flow.wires):
             (src, port), (dst, dport) = wire.source, wire.target
