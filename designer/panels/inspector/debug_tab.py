@@ -79,7 +79,7 @@ class DebugTab(QWidget):
         self.list.setAlternatingRowColors(True)
         # A value reads over up to three lines (an agent's answer, whole as
         # a rule); the detail pane beside it shows all of it.
-        self.wrap = WrapDelegate(self.list, columns=(2,), max_lines=LIST_LINES)
+        self.wrap = WrapDelegate(self.list, columns=(2,), max_lines=LIST_LINES, remember=True)
         self.list.setColumnWidth(0, 80)
         self.list.setColumnWidth(1, 170)
         self.list.currentItemChanged.connect(self._current_changed)
