@@ -77,9 +77,9 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .message import RESERVED_KEYS, deep_copy
-from .paths import data_dir
-from .spec import ParamSpec, ParamType, Scope
+from ..message import RESERVED_KEYS, deep_copy
+from ..paths import data_dir
+from ..spec import ParamSpec, ParamType, Scope
 
 if TYPE_CHECKING:
     from jinja2 import Template
