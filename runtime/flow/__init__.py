@@ -24,13 +24,13 @@ from pydantic import (
     field_validator,
 )
 
-from .approval import ApprovalPolicy
-from .node import is_secret_ref
-from .package_hints import unknown_type_message
-from .paths import write_atomic_bytes
-from .registry import Registry
-from .spec import NodeSpec, ParamSpec, ParamType, ParamValue, Scope
-from .text import printable
+from ..approval import ApprovalPolicy
+from ..node import is_secret_ref
+from ..package_hints import unknown_type_message
+from ..paths import write_atomic_bytes
+from ..registry import Registry
+from ..spec import NodeSpec, ParamSpec, ParamType, ParamValue, Scope
+from ..text import printable
 
 if TYPE_CHECKING:
     import networkx as nx  # imported when first needed: it costs ~0.3 s at startup
@@ -175,7 +175,7 @@ class FlowSettings(BaseModel):
     @field_validator("env_readable", mode="before")
     @classmethod
     def _env_names(cls, v: Any) -> Any:
-        from .expressions import env_pattern_problem
+        from ..expressions import env_pattern_problem
 
         for i, name in enumerate(v if isinstance(v, list) else ()):
             why = env_pattern_problem(name)
@@ -723,7 +723,7 @@ def validate_flow(flow: Flow, registry: Registry | None = None, *, file: str = "
 
 
 def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
-    from .message import PathError, parse_path
+    from ..message import PathError, parse_path
 
     problems: list[Problem] = []
 
@@ -786,7 +786,7 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                 except (PathError, ValueError) as exc:  # ValueError: int() of 5,000 digits
                     err(f"message path: {exc}", fnode.id, field + ".path")
             elif pval.scope is Scope.EXPRESSION:
-                from .expressions import problem as expression_problem
+                from ..expressions import problem as expression_problem
 
                 why = expression_problem(pspec, pval.value)
                 if why:
@@ -902,7 +902,7 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
 def _check_pin(fnode: FlowNode, spec: NodeSpec, registry: Registry, total: int,
                err: Any) -> int:
     """Errors of a node's pinned data; the pins' bytes so far with it."""
-    from .pins import MAX_FLOW_PIN_BYTES, pin_problems
+    from ..pins import MAX_FLOW_PIN_BYTES, pin_problems
 
     assert fnode.pin is not None
     ports = output_ports(spec, registry, fnode)
