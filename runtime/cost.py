@@ -193,8 +193,13 @@ class Spend:
     offline: int = 0
 
     def add(self, usage: dict[str, Any], cost: float | None, offline: bool = False) -> None:
-        for k in ("input_tokens", "output_tokens", "cached_tokens"):
-            self.usage[k] += int(usage.get(k, 0) or 0)
+        mine, get = self.usage, usage.get
+        if n := get("input_tokens"):
+            mine["input_tokens"] += int(n)
+        if n := get("output_tokens"):
+            mine["output_tokens"] += int(n)
+        if n := get("cached_tokens"):
+            mine["cached_tokens"] += int(n)
         self.requests += 1
         if offline:
             self.offline += 1
@@ -283,6 +288,12 @@ class AgentMeter:
         self.tool_tokens: dict[str, int] = {}
         self._pending: dict[str, str] = {}
         self._price = None if offline else price_of(model)  # once per agent run
+        # Where each request is added, found once per message, not per turn.
+        self._spends = (self.own,) if self.run is None else (
+            self.run.run, self.run.agents.setdefault(agent, Spend()))
+        #: Any budget to check before a request (a turn without one pays nothing).
+        self.budgeted = bool(self.budget_usd or self.budget_tokens or (
+            self.run is not None and (self.run.budget_usd or self.run.budget_tokens)))
         if not offline:
             check_priced(model, self.budget_usd, "the agent's budget_usd")
             if self.run is not None:
@@ -296,6 +307,8 @@ class AgentMeter:
 
     def before_request(self) -> None:
         """Raise NodeConfigError when a budget is spent: no more LLM turns."""
+        if not self.budgeted:
+            return
         why = over_budget(self.agent_spend, self.budget_usd, self.budget_tokens, "the agent's")
         if not why and self.run is not None:
             why = over_budget(self.run.run, self.run.budget_usd, self.run.budget_tokens,
@@ -311,15 +324,13 @@ class AgentMeter:
         results it carried their share of its input tokens (``request_chars``:
         the characters of all the request's texts)."""
         cost = None if self.offline else request_cost(self.model, usage, self._price)
-        if self.run is not None:
-            self.run.add_request(self.agent, usage, cost, self.offline)
-        else:
-            self.own.add(usage, cost, self.offline)
+        for spend in self._spends:  # the run's and the agent's, or this message's
+            spend.add(usage, cost, self.offline)
         if self.cost_usd is not None:
             self.cost_usd = None if cost is None else round(self.cost_usd + cost, 10)
-        if self._pending:
-            self.tool_tokens.update(tool_tokens(int(usage.get("input_tokens", 0) or 0),
-                                                request_chars, self._pending))
+        if pending := self._pending:
+            inp = int(usage.get("input_tokens", 0) or 0)
+            self.tool_tokens.update(tool_tokens(inp, request_chars, pending))
             self._pending = {}
         return cost
 
@@ -327,11 +338,13 @@ class AgentMeter:
         """``results``: (call id, the text the model gets, the tool's data) of
         one turn's calls: their costs go to the run, their texts wait for the
         next request's token count."""
+        pending, run = self._pending, self.run
         for call_id, text, data in results:
-            self._pending[call_id] = text
-            usd = tool_cost(data)
-            if usd is not None and self.run is not None:
-                self.run.add_tool_cost(usd)
+            pending[call_id] = text
+            if run is not None and isinstance(data, dict) and "cost" in data:
+                usd = tool_cost(data)
+                if usd is not None:
+                    run.add_tool_cost(usd)
 
 
 def fmt_usd(usd: float | None) -> str:

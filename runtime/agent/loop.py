@@ -183,15 +183,18 @@ async def _turns(agent_id: str, provider: Provider, bridge: ToolBridge | None, b
         # In a conversation that goes on, the provider's turn counts its
         # requests so far (the scripted provider plays the next one).
         asked = turn if conv is None else conv.requests
+        # The streamed text is only for events: with no one listening, the
+        # provider is not asked to stream it piece by piece.
+        deltas = _deltas(bus, agent_id, parent, turn + 1) if bus.active else None
         try:
-            deltas = _deltas(bus, agent_id, parent, turn + 1)
             reply: LlmReply = await provider.complete(
                 system=instructions, messages=conversation, tools=functions, model=model,
                 temperature=temperature, max_tokens=max_tokens, turn=asked, on_delta=deltas)
         except NodeConfigError as exc:  # ProviderError: the LLM failed
             _name_effects(exc, result.outcomes)
             raise
-        deltas.flush()  # the rest of the streamed text, before the answer
+        if deltas is not None:
+            deltas.flush()  # the rest of the streamed text, before the answer
         if conv is not None:
             conv.requests += 1
         result.turns = turn + 1
@@ -367,9 +370,17 @@ class _Chars:
         self.seen = 0
 
     def count(self, conversation: list[dict[str, Any]]) -> None:
-        for m in conversation[self.seen:]:
-            self.total += len(str(m.get("content") or ""))
-            self.total += sum(len(str(c.get("arguments") or "")) for c in m.get("tool_calls") or [])
+        total = self.total
+        for i in range(self.seen, len(conversation)):
+            m = conversation[i]
+            text = m.get("content")
+            if text:
+                total += len(text) if type(text) is str else len(str(text))
+            for c in m.get("tool_calls") or ():
+                args = c.get("arguments")
+                if args:
+                    total += len(args) if type(args) is str else len(str(args))
+        self.total = total
         self.seen = len(conversation)
 
 
