@@ -1,6 +1,11 @@
 """The flow file: a pydantic model of ``switchboard.flow/1``, atomic save with
 stable key order, and validation that names the file, node id and field of
-every problem."""
+every problem.
+
+- ``model``: the flow, its nodes, wires and settings; ``Problem``, ``FlowError``.
+
+``runtime.flow`` is the public face of the package: import from here.
+"""
 
 from __future__ import annotations
 
@@ -12,308 +17,68 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    FiniteFloat,
-    PrivateAttr,
-    ValidationError,
-    field_validator,
-)
+from pydantic import ValidationError
 
-from ..approval import ApprovalPolicy
 from ..node import is_secret_ref
 from ..package_hints import unknown_type_message
 from ..paths import write_atomic_bytes
 from ..registry import Registry
 from ..spec import NodeSpec, ParamSpec, ParamType, ParamValue, Scope
-from ..text import printable
+from .model import (
+    FORMAT,
+    HOOK_PORTS,
+    MAX_FLOW_HOOKS,
+    Flow,
+    FlowError,
+    FlowHook,
+    FlowNode,
+    FlowSettings,
+    Problem,
+    ToolOverride,
+    Wire,
+    flow_graph,
+)
 
-if TYPE_CHECKING:
-    import networkx as nx  # imported when first needed: it costs ~0.3 s at startup
-
-FORMAT = "switchboard.flow/1"
+__all__ = [
+    "FORMAT",
+    "Flow",
+    "FlowError",
+    "FlowHook",
+    "FlowNode",
+    "FlowSettings",
+    "HOOK_PORTS",
+    "HOOK_RESULT",
+    "INJECT",
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "MAX_FLOW_HOOKS",
+    "PROMPT",
+    "Problem",
+    "TOOL_NAME_RE",
+    "ToolOverride",
+    "Wire",
+    "agent_cycle",
+    "check_param_value",
+    "empty_prompts",
+    "flow_graph",
+    "load_flow",
+    "offered_tool_names",
+    "output_ports",
+    "parse_flow",
+    "save_flow",
+    "tool_name",
+    "tool_name_problem",
+    "validate_flow",
+    "write_atomic",
+]
 
 # Bounds on what a flow file may be. Deeper data would make json, pydantic,
 # deepcopy and the nodes' own checks recurse until Python gives up; a real
 # flow nests about 10 levels (a param value's own structure included).
 MAX_DEPTH = 64  # levels of JSON arrays/objects, the file's top object being 1
 MAX_FILE_BYTES = 50 * 1024 * 1024
-
-
-class ToolOverride(BaseModel):
-    """A flow's settings for a tool node: its own name/description (so that
-    two Send Mail nodes can be two tools of one agent), when its calls wait
-    for a person (``approval``; unset: sensitive-looking tools always do),
-    and how often it may be called."""
-
-    model_config = ConfigDict(extra="forbid")
-    name: str | None = None
-    description: str | None = None
-    approval: ApprovalPolicy | None = None
-    #: Most calls of this tool in one run (all agents together), and in one
-    #: LLM answer; past them a call is refused with a reason the LLM reads.
-    max_calls_per_run: int | None = Field(default=None, ge=1, le=1_000_000)
-    max_calls_per_turn: int | None = Field(default=None, ge=1, le=1000)
-    #: Calls return at once with a tracking id and the work goes on as a task
-    #: of the run (unset: as the node's author declared, Node.background).
-    background: bool | None = None
-
-    def is_set(self) -> bool:
-        return any(v is not None for v in (self.name, self.description, self.approval,
-                                           self.max_calls_per_run, self.max_calls_per_turn,
-                                           self.background))
-
-
-class FlowNode(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(min_length=1)
-    type: str = Field(min_length=1)
-    name: str | None = None
-    # Finite only: NaN would be saved as the non-JSON token NaN.
-    position: tuple[FiniteFloat, FiniteFloat] = (0.0, 0.0)
-    params: dict[str, ParamValue] = Field(default_factory=dict)
-    outputs: dict[str, str] = Field(default_factory=dict)
-    tool: ToolOverride | None = None
-    disabled: bool = False
-    notes: str | None = None
-    #: Pinned data (runtime.pins): per output port, the messages sent instead
-    #: of running the node, in runs that use pins.
-    pin: dict[str, list[dict[str, Any]]] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "type": self.type}
-        if self.name:
-            out["name"] = self.name
-        out["position"] = [_num(self.position[0]), _num(self.position[1])]
-        if self.params:
-            out["params"] = {k: v.to_json() for k, v in self.params.items()}
-        if self.outputs:
-            out["outputs"] = dict(self.outputs)
-        if self.tool and self.tool.is_set():
-            out["tool"] = self.tool.model_dump(mode="json", exclude_none=True)
-        if self.disabled:
-            out["disabled"] = True
-        if self.notes:
-            out["notes"] = self.notes
-        if self.pin is not None:
-            out["pin"] = self.pin
-        return out
-
-
-def _num(x: float) -> float | int:
-    return int(x) if float(x).is_integer() else round(x, 2)
-
-
-class Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    source: tuple[str, str] = Field(alias="from")
-    target: tuple[str, str] = Field(alias="to")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"from": list(self.source), "to": list(self.target)}
-
-
-#: An agent's lifecycle hook ports (runtime.agent.hooks), in the order they fire.
-HOOK_PORTS = ("on_start", "on_turn", "on_tool", "on_end")
-#: Most flow-level hooks one flow may set.
-MAX_FLOW_HOOKS = 100
-
-
-class FlowHook(BaseModel):
-    """A hook flow wired by the flow's settings instead of by a wire: ``node``
-    (the first node of the hook flow) gets the ``port`` hook's messages of
-    every agent of the flow, or of the agents named (seed 004's apply_to)."""
-
-    model_config = ConfigDict(extra="forbid")
-    port: Literal["on_start", "on_turn", "on_tool", "on_end"]
-    node: str = Field(min_length=1, max_length=200)
-    agents: Literal["all"] | list[str] = Field(default="all")
-    #: The agent waits for the flow's AI Hook Result (hook_timeout_seconds at most).
-    blocking: bool = False
-
-    @field_validator("agents")
-    @classmethod
-    def _bounded(cls, v: Any) -> Any:
-        if isinstance(v, list) and len(v) > 1000:
-            raise ValueError("at most 1000 agents")
-        return v
-
-    def applies_to(self, agent_id: str) -> bool:
-        return self.agents == "all" or agent_id in self.agents
-
-
-class FlowSettings(BaseModel):
-    """How the flow's runs are bounded. A run option given on the command
-    line (``--max-in-flight``) or by the engine's caller wins over these."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    #: Messages in flight past which a run fails as a message storm.
-    max_in_flight: int | None = Field(default=None, ge=1, le=100_000_000)
-    #: Node packages, by their ``switchboard.nodes`` entry point name (core,
-    #: ai, mail, http, files, browser, triggers, or an installed package's;
-    #: ``switchboard package list`` names them), whose nodes run in their own
-    #: process, as a plugin, in this flow.
-    out_of_process: list[str] = Field(default_factory=list, max_length=100)
-    #: A budget for the whole run, in USD (needs the models' prices) and/or
-    #: tokens (input + output of every LLM request): past it, no agent gets
-    #: another LLM turn and the run's end says why (runtime.cost).
-    budget_usd: float | None = Field(default=None, gt=0)
-    budget_tokens: int | None = Field(default=None, ge=1)
-    #: Hook flows applied to every agent of the flow, or to the agents named.
-    hooks: list[FlowHook] = Field(default_factory=list, max_length=MAX_FLOW_HOOKS)
-    #: Environment variables this flow's templates may read as ``env.NAME``
-    #: (a name, or a prefix ending in ``*``); see runtime.expressions.
-    env_readable: list[str] = Field(default_factory=list, max_length=1000)
-
-    @field_validator("env_readable", mode="before")
-    @classmethod
-    def _env_names(cls, v: Any) -> Any:
-        from ..expressions import env_pattern_problem
-
-        for i, name in enumerate(v if isinstance(v, list) else ()):
-            why = env_pattern_problem(name)
-            if why:
-                raise ValueError(f"entry {i + 1}: {why}")
-        return v
-
-
-class Flow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    format: Literal["switchboard.flow/1"] = FORMAT
-    name: str = "Untitled"
-    description: str | None = None
-    settings: FlowSettings = Field(default_factory=FlowSettings)
-    nodes: list[FlowNode] = Field(default_factory=list)
-    wires: list[Wire] = Field(default_factory=list)
-    _index: _NodeIndex = PrivateAttr(default_factory=lambda: _NodeIndex())
-
-    @field_validator("format", mode="before")
-    @classmethod
-    def _known_format(cls, v: Any) -> Any:
-        if v != FORMAT:
-            raise ValueError(f"unknown format {v!r}; expected {FORMAT!r}")
-        return v
-
-    def node(self, node_id: str) -> FlowNode | None:
-        """The first node with this id, or None. Constant time: positions by
-        id are cached for the current ``nodes`` list and every hit is checked
-        against the list, so appending, removing, replacing or renaming nodes
-        in place (as the designer does) is seen at once."""
-        nodes = self.nodes
-        ix = self._index
-        if ix.nodes is nodes:
-            i = ix.pos.get(node_id)
-            if i is not None and i < len(nodes) and nodes[i].id == node_id:
-                return nodes[i]
-            if len(nodes) == ix.length and i is None:
-                # Same list, same length, id never seen: only a node renamed
-                # or replaced in place could have it. Look, as before.
-                found = next((n for n in nodes if n.id == node_id), None)
-                if found is None:
-                    return None
-        ix.rebuild(nodes)
-        i = ix.pos.get(node_id)
-        return nodes[i] if i is not None else None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"format": self.format, "name": self.name}
-        if self.description:
-            out["description"] = self.description
-        settings = self.settings.model_dump(exclude_none=True, exclude_defaults=True)
-        if settings:
-            out["settings"] = settings
-        out["nodes"] = [n.to_json() for n in self.nodes]
-        out["wires"] = [w.to_json() for w in self.wires]
-        return out
-
-    def dumps(self) -> str:
-        return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
-
-    def new_id(self, base: str) -> str:
-        """An id not yet used in this flow, derived from ``base``."""
-        base = base.split(".")[-1] or "node"
-        taken = {n.id for n in self.nodes}
-        if base not in taken:
-            return base
-        i = 2
-        while f"{base}{i}" in taken:
-            i += 1
-        return f"{base}{i}"
-
-
-class _NodeIndex:
-    """Flow.node()'s cache: first position of each id in one list object.
-    Not part of a flow's value: any two compare equal and a copied flow
-    starts with an empty one."""
-
-    __slots__ = ("nodes", "length", "pos")
-
-    def __init__(self) -> None:
-        self.nodes: list[FlowNode] | None = None
-        self.length = 0
-        self.pos: dict[str, int] = {}
-
-    def rebuild(self, nodes: list[FlowNode]) -> None:
-        pos: dict[str, int] = {}
-        for i, n in enumerate(nodes):
-            pos.setdefault(n.id, i)
-        self.nodes, self.length, self.pos = nodes, len(nodes), pos
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _NodeIndex)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __copy__(self) -> _NodeIndex:
-        return _NodeIndex()
-
-    def __deepcopy__(self, memo: dict) -> _NodeIndex:
-        return _NodeIndex()
-
-
-class Problem(BaseModel):
-    """One thing wrong with a flow. ``severity`` warning does not stop a run.
-    ``node_index`` places a problem in a node entry whose id cannot name it
-    (not text, or not an object at all)."""
-
-    severity: Literal["error", "warning"] = "error"
-    file: str = ""
-    node: str | None = None
-    node_index: int | None = None
-    field: str | None = None
-    message: str
-
-    def __str__(self) -> str:
-        # One line whatever the file holds: a node id with a newline or an
-        # escape code in it is shown escaped (runtime.text.printable).
-        where = printable(self.file or "<flow>")
-        if self.node:
-            where += f": node '{printable(self.node)}'"
-        elif self.node_index is not None:
-            where += f": node #{self.node_index}"
-        if self.field:
-            # "f: node 'a', params.x: ..." but "f: format: ...", never "f, format".
-            placed = bool(self.node) or self.node_index is not None
-            field = printable(self.field)
-            where += f", {field}" if placed else f": {field}"
-        prefix = "" if self.severity == "error" else "warning: "
-        return f"{where}: {prefix}{printable(self.message)}"
-
-
-class FlowError(Exception):
-    """A flow that cannot be loaded or run; ``problems`` says why."""
-
-    def __init__(self, problems: list[Problem]) -> None:
-        self.problems = problems
-        super().__init__("\n".join(str(p) for p in problems))
 
 
 # -- load / save ------------------------------------------------------------
@@ -1039,16 +804,3 @@ def _blocking_hook_problems(flow: Flow, seen: dict[str, FlowNode], specs: dict[s
             out.append((node_id, field, f"the {what} reaches no AI Hook Result node, so the "
                         "agent never waits for it: end its flow with AI Hook Result"))
     return out
-
-
-def flow_graph(flow: Flow) -> nx.MultiDiGraph:
-    """Nodes and wires as a networkx graph (edge attr ``port``, ``kind``)."""
-    import networkx as nx
-
-    g = nx.MultiDiGraph()
-    for n in flow.nodes:
-        g.add_node(n.id, type=n.type)
-    for i, w in enumerate(flow.wires):
-        if w.source[0] in g and w.target[0] in g:
-            g.add_edge(w.source[0], w.target[0], port=w.source[1], index=i)
-    return g
