@@ -3,23 +3,19 @@ stable key order, and validation that names the file, node id and field of
 every problem.
 
 - ``model``: the flow, its nodes, wires and settings; ``Problem``, ``FlowError``.
+- ``parse``: decoded JSON to a Flow (``parse_flow``) and its structural checks.
 
 ``runtime.flow`` is the public face of the package: import from here.
 """
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-
-from pydantic import ValidationError
 
 from ..node import is_secret_ref
 from ..package_hints import unknown_type_message
@@ -39,6 +35,15 @@ from .model import (
     ToolOverride,
     Wire,
     flow_graph,
+)
+from .parse import (
+    _NON_FINITE_HINT,
+    _SURROGATE_ESCAPE,
+    _TOO_DEEP,
+    MAX_DEPTH,
+    _no_gc,
+    _parse,
+    parse_flow,
 )
 
 __all__ = [
@@ -74,181 +79,11 @@ __all__ = [
     "write_atomic",
 ]
 
-# Bounds on what a flow file may be. Deeper data would make json, pydantic,
-# deepcopy and the nodes' own checks recurse until Python gives up; a real
-# flow nests about 10 levels (a param value's own structure included).
-MAX_DEPTH = 64  # levels of JSON arrays/objects, the file's top object being 1
+#: The largest flow file load_flow reads.
 MAX_FILE_BYTES = 50 * 1024 * 1024
 
 
 # -- load / save ------------------------------------------------------------
-
-def parse_flow(data: Any, file: str = "") -> Flow:
-    """A Flow from decoded JSON, or FlowError naming each structural problem.
-    Raises nothing else, whatever ``data`` holds."""
-    return _parse(data, file, check_text=True, check_numbers=True)
-
-
-def _parse(data: Any, file: str, *, check_text: bool, check_numbers: bool) -> Flow:
-    if not isinstance(data, dict):
-        raise FlowError([Problem(file=file, message="a flow file must hold a JSON object, "
-                                                    f"not {_kind(data)}")])
-    if "format" not in data:
-        # Without this a stray JSON object would pass as a flow of the
-        # current format; the model's default only serves flows made in code.
-        raise FlowError([Problem(file=file, field="format",
-                                 message=f"missing format; expected {FORMAT!r}")])
-    bad = _find_bad_place(data, check_text=check_text, check_numbers=check_numbers)
-    if bad is not None:
-        path, why = bad
-        raise FlowError([_problem_at(path, why, data, file)])
-    try:
-        return Flow.model_validate(data)
-    except ValidationError as exc:
-        raise FlowError([_problem_from_pydantic(e, data, file) for e in exc.errors()]) from None
-    except RecursionError:  # bounded above; kept so that nothing else escapes
-        raise FlowError([Problem(file=file, message=_TOO_DEEP)]) from None
-
-
-_TOO_DEEP = f"nested too deeply: a flow file may nest arrays and objects at most {MAX_DEPTH} levels"
-
-
-def _find_bad_place(data: Any, *, check_text: bool,
-                    check_numbers: bool = False) -> tuple[list, str] | None:
-    """The path to the first place nested deeper than MAX_DEPTH, or (with
-    ``check_text``) to a string holding a lone surrogate, or (with
-    ``check_numbers``) to a NaN or infinite number, with why; else None.
-    Iterative, so that depth costs no stack; a chain of 100,000 nodes takes
-    about 0.15 s."""
-    # link: (parent link, key) - the path is only built when something is wrong
-    stack: list[tuple[Any, int, Any]] = [(data, 1, None)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        obj, depth, link = pop()
-        if depth > MAX_DEPTH:
-            return _path(link), _TOO_DEEP
-        items = obj.items() if type(obj) is dict else enumerate(obj)
-        if not check_text and not check_numbers:
-            for _k, v in items:
-                if type(v) is dict or type(v) is list:
-                    push((v, depth + 1, (link, _k)))
-            continue
-        for k, v in items:
-            if type(v) is dict or type(v) is list:
-                push((v, depth + 1, (link, k)))
-            elif type(v) is str:
-                if check_text and _lone_surrogate(v):
-                    return _path((link, k)), _SURROGATE
-            elif type(v) is float and check_numbers and v - v != 0:  # inf - inf is nan
-                return _path((link, k)), _not_finite(v)
-            if check_text and type(k) is str and _lone_surrogate(k):
-                return _path(link) + [k], _SURROGATE
-    return None
-
-
-def _not_finite(x: float) -> str:
-    what = "NaN" if x != x else "Infinity (or a number beyond ±1.8e308)"
-    return f"{what} is not a JSON number; a flow file's numbers must be finite"
-
-
-_SURROGATE = ("text holds a lone surrogate (a \\ud800-\\udfff escape without its pair), "
-              "which is not valid Unicode")
-# A lone surrogate can only come from a \uD8xx-\uDFxx escape: the text itself
-# was decoded as strict UTF-8. Without one, load_flow skips the string check.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-# Python's json reads NaN, Infinity and -Infinity, and a number beyond
-# ±1.8e308 as infinity: that takes an exponent of three digits or, with two
-# at most, 210 digits in a row (200 are looked for). Without any of these,
-# load_flow skips the number check.
-_NON_FINITE_HINT = re.compile(r"NaN|Infinity|[eE]\+?\d{3}|\d{200}")
-
-
-def _lone_surrogate(s: str) -> bool:
-    if s.isascii():
-        return False
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _path(link: Any) -> list:
-    out = []
-    while link is not None:
-        link, key = link
-        out.append(key)
-    out.reverse()
-    return out
-
-
-def _kind(value: Any) -> str:
-    """What a JSON value is, in the words of a flow file's reader."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-def _field(loc: list, limit: int = 8) -> str | None:
-    """``params.x.value[0]`` from a location; long ones end in ``...``."""
-    out = ""
-    for i, part in enumerate(loc):
-        if i == limit:
-            out += "..."
-            break
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out or None
-
-
-def _problem_at(loc: list, message: str, data: dict, file: str) -> Problem:
-    """A Problem at a place in the decoded file: the node by its id (by its
-    index when the id is not usable text) and the field inside it."""
-    node, index = None, None
-    if len(loc) >= 2 and loc[0] == "nodes" and isinstance(loc[1], int):
-        index = loc[1]
-        nodes = data.get("nodes")
-        if isinstance(nodes, list) and index < len(nodes) and isinstance(nodes[index], dict):
-            node_id = nodes[index].get("id")
-            if isinstance(node_id, str) and node_id and not _lone_surrogate(node_id):
-                node = node_id
-        loc = loc[2:]
-    return Problem(file=file, node=node, node_index=index, field=_field(loc), message=message)
-
-
-def _problem_from_pydantic(err: Any, data: dict, file: str) -> Problem:
-    loc = list(err.get("loc", ()))
-    kind = err.get("type", "")
-    msg = err.get("msg", "invalid")
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
-    got = f", not {_kind(err.get('input'))}"
-    if kind == "extra_forbidden":
-        msg = "unknown field"
-    elif kind in ("model_type", "dict_type"):
-        if len(loc) == 2 and loc[0] in ("nodes", "wires"):
-            msg = f"a {loc[0][:-1]} must be a JSON object{got}"
-        else:
-            msg = f"must be a JSON object{got}"
-    elif kind in ("tuple_type", "list_type"):
-        msg = f"must be a JSON array{got}"
-    elif kind.endswith("_type") or kind.endswith("_parsing"):
-        msg += got
-    msg = msg.replace(" after validation", "")  # "Tuple should have at most 2 items, not 3"
-    return _problem_at(loc, msg, data, file)
-
 
 def load_flow(path: str | Path, registry: Registry | None = None, *, validate: bool = True) -> Flow:
     """Read and check a flow file. Raises FlowError with every problem found
@@ -309,17 +144,6 @@ def _deep_place(text: str) -> str | None:
         elif ch in ("]", "}"):
             depth -= 1
     return None
-
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def save_flow(flow: Flow, path: str | Path) -> None:
