@@ -40,10 +40,22 @@ log = logging.getLogger(__name__)
 APP_NAME = "Switchboard"
 
 
+#: What the second phase of a staged start builds (see ``complete_start``).
+STAGED = frozenset({"properties", "run_session"})
+
+
 class MainWindow(FileActions, QMainWindow):
+    """``staged=True`` (the designer's own start, ``designer.app``) builds
+    the canvas, palette, menus and toolbar first, and the properties panel,
+    inspector and run integration in ``complete_start``, after the first
+    paint; anything that needs them before (F5, a selection, ``properties``
+    or ``run_session`` read) completes the start there and then."""
+
     def __init__(self, document: FlowDocument | None = None, *, registry=None,
-                 autosave_interval_ms: int | None = None, restore_layout: bool = True) -> None:
+                 autosave_interval_ms: int | None = None, restore_layout: bool = True,
+                 staged: bool = False) -> None:
         super().__init__()
+        self._complete = False
         self.setObjectName("SwitchboardMainWindow")
         self.document = document or FlowDocument(registry=registry)
         self.scene = FlowScene(self.document, self, interactions=MouseInteractions())
@@ -95,7 +107,28 @@ class MainWindow(FileActions, QMainWindow):
         self._update_title()
         self._update_counts()
         self._update_zoom(self.view.zoom())
+        if not staged:
+            self.complete_start()
+
+    def complete_start(self) -> None:
+        """The start's second phase: the properties panel, the inspector and
+        the run integration (which imports the engine). Once; a no-op after."""
+        if self._complete:
+            return
+        self._complete = True
+        self.properties = self._make_properties()
+        self.properties_dock.setWidget(self.properties)
         self._install_run_integration()
+        if self.scene.selected_node_ids():
+            self._on_selection()
+
+    def __getattr__(self, name: str):
+        # Only for the parts of a staged start not built yet: reading one
+        # builds them (Python calls this for missing attributes only).
+        if name in STAGED and self.__dict__.get("_complete") is False:
+            self.complete_start()
+            return getattr(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- construction -----------------------------------------------------------
     def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
@@ -112,8 +145,8 @@ class MainWindow(FileActions, QMainWindow):
         self.palette = Palette(self.document.registry)
         self.palette_dock = self._dock("Nodes", "palette", self.palette,
                                        Qt.DockWidgetArea.LeftDockWidgetArea)
-        self.properties = self._make_properties()
-        self.properties_dock = self._dock("Properties", "properties", self.properties,
+        # Its panel comes in complete_start (the dock keeps its place in the layout).
+        self.properties_dock = self._dock("Properties", "properties", QWidget(),
                                           Qt.DockWidgetArea.RightDockWidgetArea)
         self.inspector_dock = self._dock("Inspector", "inspector", QWidget(),
                                          Qt.DockWidgetArea.BottomDockWidgetArea)
@@ -501,6 +534,11 @@ class MainWindow(FileActions, QMainWindow):
         self.scene.snap_to_grid = on
 
     def _run_placeholder(self) -> None:
+        if not self._complete:  # F5 before the start's second phase: finish it, then run
+            self.complete_start()
+            if getattr(self, "run_session", None) is not None:
+                self.run_action.trigger()
+                return
         self.statusBar().showMessage("Running from the designer is not available in this build; "
                                      "use `switchboard run FLOW`.", 6000)
 
