@@ -19,9 +19,9 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Protocol
 
-from .effects import effect_once
-from .message import MESSAGE_TYPE, PARAMETERS, TOOL_DATA, TOOL_REQUEST, Message, get_path, set_path
-from .spec import (
+from ..effects import effect_once
+from ..message import MESSAGE_TYPE, PARAMETERS, TOOL_DATA, TOOL_REQUEST, Message, get_path, set_path
+from ..spec import (
     Allow,
     NodeSpec,
     OutputSpec,
@@ -561,7 +561,7 @@ def resolve_secret(ref: Any, *, param: str = "", username: str | None = None) ->
         return value
     if isinstance(ref, dict) and "keyring" in ref:
         # Imported lazily: keyring is slow to import, and most flows need none.
-        from . import credentials
+        from .. import credentials
 
         service, entry = ref["keyring"], ref.get("username", "")
         try:
@@ -657,7 +657,7 @@ class BoundParam:
         # engine gives it the run's context (flow variables, env).
         self.expr: Any = None
         if setting is not None and setting.scope is Scope.EXPRESSION:
-            from .expressions import Expression  # lazily: most flows have none
+            from ..expressions import Expression  # lazily: most flows have none
 
             try:
                 self.expr = Expression(spec, setting.value)
