@@ -151,7 +151,7 @@ def long_files(root: Path = ROOT) -> dict[str, int]:
 #: their seams at the time of writing (T3 2/10); take a file off once it is.
 #: No file of the designer is over it.
 STILL_LONG = {
-    "runtime/expressions/__init__.py", "runtime/node/__init__.py",
+    "runtime/expressions/__init__.py",
 }
 
 
