@@ -9,6 +9,7 @@ the current mode wants it.
 
 - ``declare``: what a node class declares (``Param``, ``Output``, ``Tool``).
 - ``masking``: how the secrets a process knows are found in a text.
+- ``blocking``: ``run_in_thread``, blocking work off the event loop.
 - here: ``Node`` and ``@node``, the bound params and outputs of one node
   (``param.get(msg)``, the hot path), and the secrets a run resolves and
   registers, which redact() hides.
@@ -29,6 +30,7 @@ from typing import Any, ClassVar, Protocol
 from ..effects import effect_once
 from ..message import MESSAGE_TYPE, PARAMETERS, TOOL_DATA, TOOL_REQUEST, Message, get_path, set_path
 from ..spec import Allow, NodeSpec, ParamSpec, ParamType, ParamValue, PortSpec, Scope
+from .blocking import run_in_thread
 from .declare import AI, CUSTOM, MESSAGE, Output, Param, Tool, label_for
 from .masking import _ANCHOR, SECRET_RUN, _Masker, _secret_forms
 
@@ -606,42 +608,3 @@ def node(
         return cls
 
     return wrap
-
-
-async def run_in_thread(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` in a new daemon thread; awaiting it can be cancelled (a
-    tool timeout, the run stopping) though the thread cannot be: it runs on
-    and its result is dropped. A daemon thread rather than an executor's
-    worker, so that a call that never returns keeps neither the loop's
-    shutdown nor the process's exit waiting for it."""
-    import asyncio
-    import contextvars
-
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future = loop.create_future()
-    ctx = contextvars.copy_context()
-
-    def settle(ok: bool, value: Any) -> None:
-        if fut.done():
-            return  # cancelled meanwhile: the result is dropped
-        if ok:
-            fut.set_result(value)
-        else:
-            fut.set_exception(value)
-
-    def work() -> None:
-        try:
-            result = ctx.run(fn, *args)
-        except Exception as exc:  # noqa: BLE001 - handed to the awaiting task
-            outcome: tuple[bool, Any] = (False, exc)
-        except BaseException as exc:  # SystemExit in a thread: an error, not an exit
-            outcome = (False, RuntimeError(f"{type(exc).__name__} in a blocking node"))
-        else:
-            outcome = (True, result)
-        try:
-            loop.call_soon_threadsafe(settle, *outcome)
-        except RuntimeError:
-            pass  # the loop is closed: nobody waits for this any more
-
-    threading.Thread(target=work, name="switchboard-blocking-tool", daemon=True).start()
-    return await fut
