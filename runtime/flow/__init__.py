@@ -35,7 +35,6 @@ from .model import (
     flow_graph,
 )
 from .parse import (
-    _NON_FINITE_HINT,
     _SURROGATE_ESCAPE,
     _TOO_DEEP,
     MAX_DEPTH,
@@ -129,7 +128,7 @@ def load_flow(path: str | Path, registry: Registry | None = None, *, validate: b
             why = str(exc).split(";")[0]  # not the advice to call sys.set_int_max_str_digits
             raise FlowError([Problem(file=file, message=f"invalid JSON: {why}")]) from None
         flow = _parse(data, file, check_text=_SURROGATE_ESCAPE.search(text) is not None,
-                      check_numbers=_NON_FINITE_HINT.search(text) is not None)
+                      check_numbers=True)
         del data, text
         if validate:
             errors = [p for p in validate_flow(flow, registry, file=file) if p.severity == "error"]

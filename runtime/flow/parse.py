@@ -56,7 +56,8 @@ def _find_bad_place(data: Any, *, check_text: bool,
     ``check_text``) to a string holding a lone surrogate, or (with
     ``check_numbers``) to a NaN or infinite number, with why; else None.
     Iterative, so that depth costs no stack; a chain of 100,000 nodes takes
-    about 0.15 s."""
+    about 0.15 s. Python's json reads NaN, Infinity and -Infinity, and a
+    number beyond ±1.8e308 as infinity: each is a float that is not finite."""
     # link: (parent link, key) - the path is only built when something is wrong
     stack: list[tuple[Any, int, Any]] = [(data, 1, None)]
     pop, push = stack.pop, stack.append
@@ -65,10 +66,16 @@ def _find_bad_place(data: Any, *, check_text: bool,
         if depth > MAX_DEPTH:
             return _path(link), _TOO_DEEP
         items = obj.items() if type(obj) is dict else enumerate(obj)
-        if not check_text and not check_numbers:
-            for _k, v in items:
-                if type(v) is dict or type(v) is list:
-                    push((v, depth + 1, (link, _k)))
+        if not check_text:
+            # One more test per number, far cheaper than the regular
+            # expression that once told when to look for them (half a
+            # 100,000-node file's load).
+            for k, v in items:
+                tv = type(v)
+                if tv is dict or tv is list:
+                    push((v, depth + 1, (link, k)))
+                elif tv is float and check_numbers and v - v != 0:  # inf - inf is nan
+                    return _path((link, k)), _not_finite(v)
             continue
         for k, v in items:
             if type(v) is dict or type(v) is list:
@@ -93,11 +100,7 @@ _SURROGATE = ("text holds a lone surrogate (a \\ud800-\\udfff escape without its
 # A lone surrogate can only come from a \uD8xx-\uDFxx escape: the text itself
 # was decoded as strict UTF-8. Without one, load_flow skips the string check.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-# Python's json reads NaN, Infinity and -Infinity, and a number beyond
-# ±1.8e308 as infinity: that takes an exponent of three digits or, with two
-# at most, 210 digits in a row (200 are looked for). Without any of these,
-# load_flow skips the number check.
-_NON_FINITE_HINT = re.compile(r"NaN|Infinity|[eE]\+?\d{3}|\d{200}")
+
 
 
 def _lone_surrogate(s: str) -> bool:
