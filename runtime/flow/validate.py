@@ -10,7 +10,7 @@ import re
 from collections import deque
 from typing import Any
 
-from ..node import is_secret_ref
+from ..node import Node, is_secret_ref
 from ..package_hints import unknown_type_message
 from ..registry import Registry
 from ..spec import NodeSpec, ParamSpec, ParamType, ParamValue, Scope
@@ -182,20 +182,28 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
     pin_bytes = 0  # of every pin so far, for the flow's bound
     unknown: dict[str, str] = {}  # node type -> what to say about it
     seen: dict[str, FlowNode] = {}  # the first node of each id, as Flow.node() finds it
+    # What a type says is looked up once per type, not once per node.
+    types: dict[str, _TypeFacts] = {}
+    # Which of the agent checks below can find anything: bits of _TypeFacts.
+    kinds = 0
     for fnode in flow.nodes:
         if fnode.id in seen:
             err(f"duplicate node id '{fnode.id}'", fnode.id, "id")
             continue
         seen[fnode.id] = fnode
-        spec = registry.spec(fnode.type)
+        facts = types.get(fnode.type)
+        if facts is None:
+            facts = types[fnode.type] = _TypeFacts(registry.spec(fnode.type), registry)
+        spec = facts.spec
         if spec is None:
             if fnode.type not in unknown:  # the hint looks at files: once per type
                 unknown[fnode.type] = unknown_type_message(fnode.type, file, registry)
             err(unknown[fnode.type], fnode.id, "type")
             continue
         specs[fnode.id] = spec
+        kinds |= facts.kinds
         for pname, pval in fnode.params.items():
-            pspec = spec.param(pname)
+            pspec = facts.params.get(pname)
             if pspec is None:
                 err(f"unknown param '{pname}' for {spec.type}", fnode.id, f"params.{pname}")
                 continue
@@ -240,10 +248,10 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                 err(why, fnode.id, "tool.name")
         if fnode.pin is not None:
             pin_bytes = _check_pin(fnode, spec, registry, pin_bytes, err)
-        cls = registry.get(spec.type)
-        if cls is not None:
+        check = facts.check
+        if check is not None:
             try:
-                for field, message in cls.check(_fixed_values(fnode.params)):
+                for field, message in check(_fixed_values(fnode.params)):
                     if field and not spec.param_visible(field, fnode.params):
                         continue  # a param the designer's choice makes meaningless
                     err(message, fnode.id, f"params.{field}" if field else None)
@@ -296,13 +304,15 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                 else:
                     agent_tools[name] = dst
 
-    for node_id, field, message in _empty_prompt_problems(flow, seen, specs):
-        err(message, node_id, field)
-    ring = agent_cycle(flow, specs)
-    if ring:
-        err("agents call each other as tools in a ring: " + " -> ".join(ring)
-            + "; a child agent must not reach its parent", ring[0], "wires")
-    hook_starts = _check_flow_hooks(flow, seen, specs, err)
+    if kinds & _INJECT and kinds & _PROMPT:
+        for node_id, field, message in _empty_prompt_problems(flow, seen, specs):
+            err(message, node_id, field)
+    if kinds & _TOOLS:
+        ring = agent_cycle(flow, specs)
+        if ring:
+            err("agents call each other as tools in a ring: " + " -> ".join(ring)
+                + "; a child agent must not reach its parent", ring[0], "wires")
+    hook_starts = _check_flow_hooks(flow, seen, specs, err) if flow.settings.hooks else set()
 
     # Graph analysis: warnings only, cycles are allowed. Every wire between
     # two nodes of the flow counts, whatever its ports.
@@ -332,9 +342,32 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
             warn("input is not connected", fnode.id, "in")
         elif fnode.id not in reachable and fnode.id in wired_in:
             warn("no source reaches this node", fnode.id)
-    for node_id, field, message in _blocking_hook_problems(flow, seen, specs, successors):
-        warn(message, node_id, field)
+    if kinds & _HOOKS or flow.settings.hooks:
+        for node_id, field, message in _blocking_hook_problems(flow, seen, specs, successors):
+            warn(message, node_id, field)
     return problems
+
+
+class _TypeFacts:
+    """What validation reads of one node type, found once per flow: its
+    spec, its params by name, its own check() (None when it has none), and
+    which of the agent checks (empty prompts, tools rings, hooks) concern it."""
+
+    __slots__ = ("spec", "params", "check", "kinds")
+
+    def __init__(self, spec: NodeSpec | None, registry: Registry) -> None:
+        self.spec = spec
+        self.params = {p.name: p for p in spec.params} if spec is not None else {}
+        cls = registry.get(spec.type) if spec is not None else None
+        own = getattr(cls, "check", None)
+        self.check = None if own is None or getattr(own, "__func__", None) is _NO_CHECK else own
+        self.kinds = 0 if spec is None else (
+            (_INJECT if spec.type == INJECT else 0) | (_PROMPT if PROMPT in self.params else 0)
+            | (_TOOLS if spec.has_tools_port else 0)
+            | (_HOOKS if any(p.kind == "hook" for p in spec.outputs) else 0))
+
+
+_INJECT, _PROMPT, _TOOLS, _HOOKS = 1, 2, 4, 8
 
 
 def _check_pin(fnode: FlowNode, spec: NodeSpec, registry: Registry, total: int,
@@ -358,6 +391,8 @@ def _check_pin(fnode: FlowNode, spec: NodeSpec, registry: Registry, total: int,
 #: The node that starts a flow with a typed payload, and the param of an
 #: agent that reads what to ask (by default from the message's payload).
 INJECT, PROMPT = "core.inject", "prompt"
+#: Node.check as the base class has it (no problems): not called per node.
+_NO_CHECK = Node.check.__func__  # type: ignore[attr-defined]
 
 
 def empty_prompts(flow: Flow, registry: Registry | None = None) -> list[tuple[str, str, str]]:
