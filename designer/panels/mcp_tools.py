@@ -42,10 +42,11 @@ from runtime.approval import ApprovalPolicy, Rule, default_policy
 from runtime.flow import FlowNode, ToolOverride
 from runtime.spec import ParamSpec, ParamType, ParamValue, Scope
 
+from .editor_base import ValueEditor
 from .json_editor import mono_font
 from .mcp_tool_cell import COL_TOOL, DESC_ROLE, OFFERED_ROLE, ToolCell
 from .panel_style import label, section
-from .param_editors import ParamRow, ValueEditor
+from .param_editors import ParamRow
 from .tool_settings import (
     MAX_PER_RUN,
     MAX_PER_TURN,

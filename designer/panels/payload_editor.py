@@ -19,8 +19,8 @@ from PySide6.QtWidgets import QWidget
 
 from runtime.spec import ParamSpec
 
+from .editor_base import ValueEditor
 from .json_editor import AutoHeightText, format_json, mono_font
-from .param_editors import ValueEditor
 
 PLACEHOLDER = 'hello  ·  42  ·  true  ·  {"name": "Ada"}  ·  HOME'
 
