@@ -65,7 +65,7 @@ tab = debugging.tab
 view = held.view()
 view["payload"]["note"] = "rush: checked by hand"
 tab.editor.text_edit.setPlainText(json.dumps(view, indent=2, ensure_ascii=False))
-settle()
+w.view.fit_all(); settle()  # again: the Paused tab took part of the canvas's height
 w.grab().save(f"{OUT}/paused-message.png"); print("paused-message")
 done(w)
 
