@@ -163,6 +163,14 @@ _ITEMS_VIEW = _VIEWS[2]
 _DEEP = (list, tuple, dict, set, frozenset, *_VIEWS)
 
 
+def _use_namespace(namespace: type) -> None:
+    """jinja2's Namespace, the one container a template can change: the
+    sizes tell it by its type (set when the environment is made, so that
+    importing this module does not import jinja2)."""
+    global _NAMESPACE
+    _NAMESPACE = namespace
+
+
 def _size(value: Any) -> int:
     """Characters or items at the top level."""
     if type(value) is _NAMESPACE:
