@@ -104,8 +104,16 @@ class Dispatch:
         if rt.budget > 0:
             rt.record_in(msg)
         if rt.is_async:
-            if self._spawn(self._run_async(rt, msg), rt) is not None:
-                rt.starting += 1
+            if self._done.done():  # type: ignore[union-attr]
+                return  # the run has ended: start nothing new
+            if self._inflight >= self.max_in_flight:
+                self._storm(rt)
+                return
+            # _spawn's, less the done callback: the task settles its own
+            # count as it ends (one event-loop callback less per message).
+            self._inflight += 1
+            rt.starting += 1
+            self._tasks.add(self._loop.create_task(self._run_async(rt, msg)))  # type: ignore[union-attr]
             return
         if depth > MAX_DEPTH or rt.deferred:
             if self._done.done():  # type: ignore[union-attr]
@@ -165,25 +173,31 @@ class Dispatch:
         self._settle()
 
     async def _run_async(self, rt: NodeRuntime, msg: dict) -> None:
-        rt.starting -= 1
-        rt.active += 1
-        t0 = time.perf_counter()
         try:
-            if rt.sem is not None:
-                async with rt.sem:
+            rt.starting -= 1
+            rt.active += 1
+            t0 = time.perf_counter()
+            try:
+                if rt.sem is not None:
+                    async with rt.sem:
+                        result = await rt.on_message(msg)
+                else:
                     result = await rt.on_message(msg)
-            else:
-                result = await rt.on_message(msg)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            self._node_failed(rt, msg, exc)
-            return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._node_failed(rt, msg, exc)
+                return
+            finally:
+                rt.active -= 1
+                rt.busy += time.perf_counter() - t0
+            if result is not DROP:
+                self._forward(rt, msg, result, 0)
         finally:
-            rt.active -= 1
-            rt.busy += time.perf_counter() - t0
-        if result is not DROP:
-            self._forward(rt, msg, result, 0)
+            # What _task_done does for other tasks, here as the task ends.
+            self._tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
+            self._inflight -= 1
+            self._settle()
 
     def _forward(self, rt: NodeRuntime, msg: dict, result: Any, depth: int) -> None:
         if result is None:
