@@ -29,6 +29,8 @@ WEBHOOK_PENDING = "http.webhook.pending"
 WEBHOOK_REQUEST = "_http_res"
 #: Largest answer body a queued run may send back to its webhook request.
 MAX_REPLY_BYTES = 1024 * 1024
+#: Where workers on one machine or volume keep one history (queue/shared.py).
+SHARED_HISTORY_ENV = "SWITCHBOARD_SHARED_HISTORY"
 
 
 class QueueError(Exception):

@@ -20,11 +20,11 @@ from . import (
     DEFAULT_BROKER,
     DEFAULT_MAX_TRIES,
     DEFAULT_QUEUE,
+    SHARED_HISTORY_ENV,
     QueueError,
     check_installed,
     require_broker,
 )
-from .shared import SHARED_HISTORY_ENV
 
 COMMANDS = ("worker", "submit", "serve", "queue")
 BROKER_HELP = f"the Redis broker, e.g. {DEFAULT_BROKER} (default: ${BROKER_ENV})"

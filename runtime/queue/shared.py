@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from ..events import Event, Log, RunFinished, RunStarted
+from . import SHARED_HISTORY_ENV
 
 log = logging.getLogger(__name__)
 
-SHARED_HISTORY_ENV = "SWITCHBOARD_SHARED_HISTORY"
 #: Runs a shared history keeps (the newest): more than a machine's own 200,
 #: since every worker's runs go there.
 SHARED_KEEP = 2000
