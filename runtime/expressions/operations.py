@@ -37,8 +37,6 @@ from .bounds import (
     _weight,
 )
 
-# -- bounded operators, calls and filters ----------------------------------------
-
 _OPS: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
     "//": operator.floordiv, "%": operator.mod, "**": operator.pow}
