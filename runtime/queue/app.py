@@ -8,6 +8,10 @@ delivery settings the guarantees of docs/queue.md rest on.
 - ``worker_prefetch_multiplier=1``: a worker holds no more tasks than it
   runs, so a killed worker strands none, and a busy one leaves work to idle
   ones;
+- ``task_ignore_result``: a run's outcome is kept in its record and its
+  stream's final entry (runtime.queue.state, runtime.queue.events), which is
+  what every reader looks at; Celery's own result (a SETEX and a PUBLISH per
+  run, read by nobody) is not written;
 - the Redis transport's ``visibility_timeout``: a task taken by a worker
   that vanished whole (its machine) goes back to the queue after it; a run
   still running then is guarded by its lease (runtime.queue.tasks).
@@ -49,6 +53,7 @@ def make_app(broker: str, *, visibility: float | None = None) -> Any:
     app = Celery("switchboard", broker=broker, backend=broker, set_as_current=False)
     app.conf.update(
         task_acks_late=True,
+        task_ignore_result=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         task_serializer="json",

@@ -1,0 +1,46 @@
+"""What a queued run does not do on a worker, because nobody needs it
+(docs/scaling.md: the worker's CPU per run), and what it still does.
+Debian's redis-server on a free loopback port, a real ``switchboard
+worker`` subprocess, the real CLI; helpers and fixtures are test_queue's."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.servers.redis import available
+from tests.test_queue import (  # noqa: F401 - the fixtures are used by name
+    env,
+    final,
+    fixed,
+    procs,
+    r,
+    redis_server,
+    start_worker,
+    stream,
+    switchboard,
+    write_flow,
+)
+
+pytestmark = [
+    pytest.mark.skipif(not available(), reason="needs Debian's redis-server"),
+    pytest.mark.timeout(240),
+]
+
+
+def test_a_run_leaves_no_celery_result_but_its_record_and_final_entry(
+        r, env, procs, tmp_path):  # noqa: F811 - fixtures
+    start_worker(procs, env)
+    flow = write_flow(tmp_path / "hello.flow.json", "Hello", [
+        {"id": "start", "type": "core.inject", "params": {"payload": fixed({"n": 7})}},
+        {"id": "show", "type": "core.debug"}], [("start", "show")])
+    done = switchboard(["submit", str(flow), "--wait"], env)
+    assert done.returncode == 0, done.stderr
+    run_id = done.stdout.splitlines()[0]
+    rec = final(r, run_id)
+    assert rec["state"] == "finished" and rec["status"] == "ok", rec
+    last = stream(r, run_id)[-1]
+    assert last["type"] == "queue.final" and last["status"] == "ok", last
+    # Celery's result of the task (a SETEX and a PUBLISH per run) is not
+    # written: the run's record and final entry are where its outcome is read.
+    assert r.get(f"celery-task-meta-{run_id}") is None
+    assert not [k for k in r.scan_iter("celery-task-meta-*")]
