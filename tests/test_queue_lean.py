@@ -5,8 +5,12 @@ worker`` subprocess, the real CLI; helpers and fixtures are test_queue's."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from runtime.effects import LEDGER, effect_once
+from runtime.queue.ledger import RedisLedger, effect_key
 from tests.servers.redis import available
 from tests.test_queue import (  # noqa: F401 - the fixtures are used by name
     env,
@@ -44,3 +48,29 @@ def test_a_run_leaves_no_celery_result_but_its_record_and_final_entry(
     # written: the run's record and final entry are where its outcome is read.
     assert r.get(f"celery-task-meta-{run_id}") is None
     assert not [k for k in r.scan_iter("celery-task-meta-*")]
+
+
+def test_a_first_attempt_does_not_look_up_its_ledger_but_writes_it(r):  # noqa: F811 - a fixture
+    run_id = "lean-1"
+    seen = RedisLedger(r, run_id)
+    key = seen.effect("mail", "send", ("a@example.com", "hi")).key
+    # An entry no first attempt could find (only an earlier attempt writes
+    # one): put there to tell whether the first attempt asks Redis.
+    r.set(effect_key(run_id, "mail", key), json.dumps({"result": "sent before"}))
+    token = LEDGER.set(RedisLedger(r, run_id, first=True))
+    try:
+        effect = effect_once("mail", "send", ("a@example.com", "hi"))
+        assert not effect.done and effect.key == key
+        again = effect_once("mail", "send", ("a@example.com", "hi"))
+        assert again.key != key  # the same content twice in a run: a second effect
+        again.record({"id": 2})
+    finally:
+        LEDGER.reset(token)
+    # A later attempt finds what the first one wrote.
+    token = LEDGER.set(RedisLedger(r, run_id))
+    try:
+        effect_once("mail", "send", ("a@example.com", "hi"))
+        second = effect_once("mail", "send", ("a@example.com", "hi"))
+        assert second.done and second.result == {"id": 2}
+    finally:
+        LEDGER.reset(token)

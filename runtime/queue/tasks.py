@@ -130,7 +130,7 @@ def _deliver(r: Any, run_id: str, payload: dict[str, Any], pub: RunOutput,
         pub.entry("queue.attempt", run_id=run_id, attempt=attempts, worker=name,
                   text=f"attempt {attempts} of {tries} on {name} ({cause})")
     try:
-        result, cancelled_by = _run(r, run_id, payload, pub, worker)
+        result, cancelled_by = _run(r, run_id, payload, pub, worker, attempts)
     except StartFailed as exc:
         text = str(exc)
         if attempts >= tries:
@@ -209,7 +209,7 @@ def _load(payload: dict) -> Any:
 
 
 def _run(r: Any, run_id: str, payload: dict, pub: RunOutput,
-         worker: str) -> tuple[Any, str | None]:
+         worker: str, attempt: int = 1) -> tuple[Any, str | None]:
     from ..approval import People, approver_for
     from ..effects import LEDGER
     from ..engine import Engine
@@ -255,7 +255,7 @@ def _run(r: Any, run_id: str, payload: dict, pub: RunOutput,
             # the request open.
             engine.resource(WEBHOOK_PENDING, dict)[request] = _ReplyRelay(pub, run_id, request)
     timeout = payload.get("timeout")
-    token = LEDGER.set(RedisLedger(r, run_id))
+    token = LEDGER.set(RedisLedger(r, run_id, first=attempt == 1))
     watch = _Watch(r, run_id, worker, engine, pub)
     try:
         result = asyncio.run(watch.run(float(timeout) if timeout else None))
