@@ -6,6 +6,7 @@ worker`` subprocess, the real CLI; helpers and fixtures are test_queue's."""
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -74,3 +75,36 @@ def test_a_first_attempt_does_not_look_up_its_ledger_but_writes_it(r):  # noqa: 
         assert second.done and second.result == {"id": 2}
     finally:
         LEDGER.reset(token)
+
+
+def _queue_threads() -> set[tuple[str, int]]:
+    return {(t.name, t.ident or 0) for t in threading.enumerate()
+            if t.name in ("switchboard-events", "switchboard-run-watch")}
+
+
+def test_runs_of_a_process_share_its_sending_and_watch_threads(r, tmp_path):  # noqa: F811
+    """Two runs, one after the other, in this process as in a pool process:
+    each run's events reach its stream (through its final entry, the stream
+    set to expire), and both went through the same two threads, which stay
+    for the next run instead of being started and joined per run."""
+    from runtime.queue import state, tasks
+    from runtime.queue.submit import payload_for
+
+    flow = json.loads(write_flow(tmp_path / "hello.flow.json", "Hello", [
+        {"id": "start", "type": "core.inject", "params": {"payload": fixed({"n": 7})}},
+        {"id": "show", "type": "core.debug"}], [("start", "show")]).read_text())
+    seen = []
+    for _ in range(2):
+        payload = payload_for(None, "hello.flow.json", flow_json=flow)
+        state.queued(r, payload["run_id"], {"hash": payload["hash"]}, flow=flow)
+        out = tasks.execute(r, payload, retry=lambda countdown: AssertionError("no retry"),
+                            node="lean@test")
+        assert out["status"] == "ok", out
+        entries = stream(r, payload["run_id"])
+        kinds = [e["type"] for e in entries]
+        assert kinds[0] == "run.started" and kinds[-1] == "queue.final", kinds
+        assert any(e["type"] == "debug" and e.get("value") == {"n": 7} for e in entries)
+        assert 0 < r.ttl(f"switchboard:run:{payload['run_id']}:events")
+        seen.append(_queue_threads())
+    assert {name for name, _ in seen[0]} == {"switchboard-events", "switchboard-run-watch"}
+    assert seen[0] == seen[1]

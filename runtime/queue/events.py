@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue as stdqueue
 import threading
 import time
@@ -54,56 +55,105 @@ def run_of(key: str) -> str:
 
 
 class StreamPublisher:
-    """Subscribe it to a run's EventBus; ``close()`` sends what is left."""
+    """Subscribe it to a run's EventBus; ``close()`` sends what is left.
+
+    The publishers of a process share one sending thread (``_Pump``): a
+    worker's pool process runs one run after another, and a thread started
+    and joined per run cost more CPU than the run's own sends. The stream's
+    expiry is set with its first entries (and again each EXPIRE_AGAIN
+    seconds of a long run), not with every batch."""
 
     def __init__(self, r: Any, run_id: str) -> None:
         self.r = r
         self.key = stream_key(run_id)
-        self._q: stdqueue.SimpleQueue[str | None] = stdqueue.SimpleQueue()
-        self._thread = threading.Thread(target=self._pump, name="switchboard-events",
-                                        daemon=True)
-        self._thread.start()
+        self._expired_at = 0.0
+        self._pump = _Pump.of_this_process()
 
     def __call__(self, event: Event) -> None:
         try:
-            self._q.put(event.model_dump_json())
+            data = event.model_dump_json()
         except Exception as exc:  # noqa: BLE001 - an unserialisable event: say so
-            self._q.put(Log(run_id=event.run_id, level="warning",
-                            text=f"a {event.type} event was lost: {exc}").model_dump_json())
+            data = Log(run_id=event.run_id, level="warning",
+                       text=f"a {event.type} event was lost: {exc}").model_dump_json()
+        self._pump.q.put((self, data))
 
     def entry(self, kind: str, **fields: Any) -> None:
         """A queue entry (queue.attempt, queue.retry, queue.final)."""
-        self._q.put(json.dumps({"type": kind, "ts": time.time(), **fields},
-                               ensure_ascii=False, default=str))
+        self._pump.q.put((self, json.dumps({"type": kind, "ts": time.time(), **fields},
+                                           ensure_ascii=False, default=str)))
 
     def close(self, timeout: float = 10.0) -> None:
-        self._q.put(None)
-        self._thread.join(timeout)
-
-    def _pump(self) -> None:
-        done = False
-        while not done:
-            batch = [self._q.get()]
-            while len(batch) < BATCH:
-                try:
-                    batch.append(self._q.get_nowait())
-                except stdqueue.Empty:
-                    break
-            if None in batch:
-                done = True
-                batch = [b for b in batch if b is not None]
-            if batch:
-                self._send(batch)
+        """Wait (up to ``timeout``) until what was published so far is sent."""
+        sent = threading.Event()
+        self._pump.q.put((self, sent))
+        sent.wait(timeout)
 
     def _send(self, batch: list[str]) -> None:
         try:
             pipe = self.r.pipeline(transaction=False)
             for data in batch:
                 pipe.xadd(self.key, {"e": data}, maxlen=STREAM_MAXLEN, approximate=True)
-            pipe.expire(self.key, state.KEEP_TTL)
+            now = time.monotonic()
+            due = not self._expired_at or now - self._expired_at >= EXPIRE_AGAIN
+            if due:
+                pipe.expire(self.key, state.KEEP_TTL)
             pipe.execute()
+            if due:
+                self._expired_at = now
         except Exception as exc:  # noqa: BLE001 - Redis gone: the run goes on
             log.warning("could not publish %d events of %s: %s", len(batch), self.key, exc)
+
+
+#: Seconds between two EXPIREs of a run's stream while it runs.
+EXPIRE_AGAIN = 3600.0
+
+
+class _Pump:
+    """The thread of a process that sends its publishers' entries, in the
+    order they came, in pipelined XADDs of up to BATCH entries per stream;
+    a close marker (a threading.Event) is set once everything its
+    publisher queued before it is sent."""
+
+    _current: _Pump | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.q: stdqueue.SimpleQueue[tuple[StreamPublisher, str | threading.Event]] = \
+            stdqueue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="switchboard-events",
+                                        daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def of_this_process(cls) -> _Pump:
+        pump = cls._current
+        if pump is not None and pump.pid == os.getpid():
+            return pump
+        with cls._lock:  # none yet, or the parent's (a forked pool process)
+            if cls._current is None or cls._current.pid != os.getpid():
+                cls._current = cls()
+            return cls._current
+
+    def _run(self) -> None:
+        while True:
+            batch = [self.q.get()]
+            while len(batch) < BATCH:
+                try:
+                    batch.append(self.q.get_nowait())
+                except stdqueue.Empty:
+                    break
+            pending: dict[StreamPublisher, list[str]] = {}
+            for pub, item in batch:
+                if isinstance(item, str):
+                    pending.setdefault(pub, []).append(item)
+                    continue
+                data = pending.pop(pub, None)  # a close marker: its entries go first
+                if data:
+                    pub._send(data)
+                item.set()
+            for pub, data in pending.items():
+                pub._send(data)
 
 
 def decode(data: str) -> tuple[Event | None, dict | None]:

@@ -294,12 +294,13 @@ class _ReplyRelay:
 
 
 class _Watch:
-    """A thread beside the run: renews its lease, stops the run when its
-    cancel flag is set (``switchboard runs cancel``, from any machine), and
-    ends it regardless when it has not stopped HARD_STOP_GRACE seconds past
-    its deadline or its cancel (a node keeping the event loop busy): then it
-    publishes the run's end itself and exits the pool process, which Celery
-    replaces; the task it puts back finds the run final and is dropped."""
+    """Beside the run, in the process's watch thread (``_Watcher``): renews
+    its lease, stops the run when its cancel flag is set (``switchboard runs
+    cancel``, from any machine), and ends it regardless when it has not
+    stopped HARD_STOP_GRACE seconds past its deadline or its cancel (a node
+    keeping the event loop busy): then it publishes the run's end itself and
+    exits the pool process, which Celery replaces; the task it puts back
+    finds the run final and is dropped."""
 
     def __init__(self, r: Any, run_id: str, worker: str, engine: Any,
                  pub: RunOutput) -> None:
@@ -313,42 +314,42 @@ class _Watch:
         self._hard_at = 0.0
         self._stop = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=self._watch, name="switchboard-run-watch",
-                                        daemon=True)
+        self._renew_at = 0.0
 
     async def run(self, timeout: float | None) -> Any:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         if timeout is not None:
             self._hard_at = time.monotonic() + timeout + HARD_STOP_GRACE
-        self._thread.start()
+        self._renew_at = time.monotonic() + LEASE_TTL / 3
+        _Watcher.of_this_process().add(self)
         return await self.engine.run(timeout)
 
     def close(self) -> None:
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(5.0)
+        _Watcher.of_this_process().remove(self)
 
-    def _watch(self) -> None:
-        renew_at = time.monotonic() + LEASE_TTL / 3
-        while not self._stop.wait(CANCEL_POLL):
-            if self._hard_at and time.monotonic() >= self._hard_at:
-                self._hard_stop()
-            try:
-                by = state.cancelled(self.r, self.run_id)
-                if by is not None and self.cancelled_by is None:
-                    self.cancelled_by = by
-                    self._hard_at = min(self._hard_at or math.inf,
-                                        time.monotonic() + HARD_STOP_GRACE)
-                    loop = self._loop
-                    if loop is not None and not loop.is_closed():
-                        loop.call_soon_threadsafe(self.engine.stop, f"cancelled ({by})")
-                if time.monotonic() >= renew_at:
-                    renew_at = time.monotonic() + LEASE_TTL / 3
-                    if not state.renew_lease(self.r, self.run_id, self.worker, LEASE_TTL):
-                        log.warning("run %s: lost its lease", self.run_id)
-            except Exception as exc:  # noqa: BLE001 - Redis away for a moment: the run goes on
-                log.warning("run %s: watching its cancel flag: %s", self.run_id, exc)
+    def tick(self) -> None:
+        """One look (every CANCEL_POLL seconds while the run runs)."""
+        if self._stop.is_set():
+            return
+        if self._hard_at and time.monotonic() >= self._hard_at:
+            self._hard_stop()
+        try:
+            by = state.cancelled(self.r, self.run_id)
+            if by is not None and self.cancelled_by is None:
+                self.cancelled_by = by
+                self._hard_at = min(self._hard_at or math.inf,
+                                    time.monotonic() + HARD_STOP_GRACE)
+                loop = self._loop
+                if loop is not None and not loop.is_closed():
+                    loop.call_soon_threadsafe(self.engine.stop, f"cancelled ({by})")
+            if time.monotonic() >= self._renew_at:
+                self._renew_at = time.monotonic() + LEASE_TTL / 3
+                if not state.renew_lease(self.r, self.run_id, self.worker, LEASE_TTL):
+                    log.warning("run %s: lost its lease", self.run_id)
+        except Exception as exc:  # noqa: BLE001 - Redis away for a moment: the run goes on
+            log.warning("run %s: watching its cancel flag: %s", self.run_id, exc)
 
     def _hard_stop(self) -> None:
         from ..engine import STATUS_OF_REASON, busy_node
@@ -377,3 +378,52 @@ class _Watch:
         finally:
             log.error("run %s: %s; ending this pool process", self.run_id, message)
             os._exit(1)
+
+
+class _Watcher:
+    """The watch thread of a process: every CANCEL_POLL seconds it looks
+    after each run the process has running (``_Watch.tick``), and sleeps
+    while there is none. One thread for all runs of a pool process, rather
+    than one started and joined per run."""
+
+    _current: _Watcher | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._watches: list[_Watch] = []
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="switchboard-run-watch",
+                                        daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def of_this_process(cls) -> _Watcher:
+        watcher = cls._current
+        if watcher is not None and watcher.pid == os.getpid():
+            return watcher
+        with cls._lock:  # none yet, or the parent's (a forked pool process)
+            if cls._current is None or cls._current.pid != os.getpid():
+                cls._current = cls()
+            return cls._current
+
+    def add(self, watch: _Watch) -> None:
+        with self._cond:
+            self._watches.append(watch)
+            self._cond.notify()
+
+    def remove(self, watch: _Watch) -> None:
+        with self._cond:
+            if watch in self._watches:
+                self._watches.remove(watch)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._watches:
+                    self._cond.wait()
+            time.sleep(CANCEL_POLL)
+            with self._cond:
+                watches = list(self._watches)
+            for watch in watches:
+                watch.tick()
