@@ -108,3 +108,26 @@ def test_runs_of_a_process_share_its_sending_and_watch_threads(r, tmp_path):  # 
         seen.append(_queue_threads())
     assert {name for name, _ in seen[0]} == {"switchboard-events", "switchboard-run-watch"}
     assert seen[0] == seen[1]
+
+
+def test_queuing_a_run_subscribes_to_no_celery_result(r, redis_server, tmp_path):  # noqa: F811
+    from runtime.queue.app import make_app
+    from runtime.queue.submit import enqueue, payload_for
+
+    flow = json.loads(write_flow(tmp_path / "hello.flow.json", "Hello", [
+        {"id": "start", "type": "core.inject"}], []).read_text())
+    app = make_app(redis_server.url)
+
+    def subscribes() -> int:
+        return r.info("commandstats").get("cmdstat_subscribe", {}).get("calls", 0)
+
+    try:
+        before = subscribes()
+        ids = [enqueue(app, r, payload_for(None, "hello.flow.json", flow_json=flow))
+               for _ in range(3)]
+        assert [r.hget(f"switchboard:run:{i}", "state") for i in ids] == ["queued"] * 3
+        assert r.llen("switchboard") == 3  # the tasks are in the queue
+        # serve queues a run per event: no result channel is subscribed per run.
+        assert subscribes() == before
+    finally:
+        app.close()

@@ -53,7 +53,10 @@ def enqueue(app: Any, r: Any, payload: dict[str, Any], *, queue: str = DEFAULT_Q
                              "queue": queue, "max_tries": payload["max_tries"],
                              "hash": payload["hash"]}, flow=payload["flow"])
     timeout = payload.get("timeout")
-    options: dict[str, Any] = {}
+    # No Celery result is written (the app's task_ignore_result), so none is
+    # waited for either: without this, Celery subscribes to the task's
+    # result channel on every send (serve: one SUBSCRIBE per queued run).
+    options: dict[str, Any] = {"ignore_result": True}
     if timeout:
         options["time_limit"] = float(timeout) + HARD_LIMIT_GRACE
     app.send_task(TASK_NAME, args=[payload], task_id=run_id, queue=queue, **options)
