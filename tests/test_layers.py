@@ -76,7 +76,9 @@ def test_import_linter_contract():
                  # The designer: a layer per folder, canvas and panels below the
                  # window, the panels independent but for their shared modules.
                  "Designer layers", "Canvas and panels never import the main window",
-                 "Panels are independent"):
+                 "Panels are independent",
+                 # The packages the long modules became keep an order inside.
+                 "The flow file", "The node API", "Template expressions"):
         assert any(line.startswith(name) for line in r.stdout.splitlines()), (name, r.stdout)
     assert ", 0 broken." in r.stdout, r.stdout
 
