@@ -102,6 +102,11 @@ def test_serving_an_agents_tools_from_its_context_menu(qt_loop, qtbot, data_dir)
         qtbot.waitUntil(lambda: not session.controller.is_running, timeout=TIMEOUT_MS)
         qtbot.waitUntil(lambda: not dialog.serving, timeout=TIMEOUT_MS)
         assert session.controller.last_result.status == "ok"  # completed, not stopped
+        # The status line follows the serving task's done callback, one turn
+        # of the event loop after the task ends (under load it was still
+        # "Stopping…" here).
+        qtbot.waitUntil(lambda: not dialog.status.text().startswith("Stopping"),
+                        timeout=TIMEOUT_MS)
         assert dialog.status.text().startswith("Stopped · 2 calls")
         dialog.close()
     finally:
