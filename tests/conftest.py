@@ -21,6 +21,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+# Property tests check behaviour, never speed: how long drawing an example
+# takes depends on how busy the machine is (a CI run failed on too_slow).
+# A test's own @settings adds to this profile; one that lists its own
+# suppress_health_check names too_slow itself.
+settings.register_profile("switchboard", suppress_health_check=[HealthCheck.too_slow],
+                          deadline=None)
+settings.load_profile("switchboard")
 
 
 def pytest_sessionstart(session):

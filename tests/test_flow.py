@@ -99,7 +99,10 @@ def flows(draw) -> Flow:
         "nodes": [n.model_dump(by_alias=True) for n in nodes], "wires": wires})
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# too_slow: drawing a flow takes longer on a busy machine (CI failed on it),
+# which says nothing about saving and loading.
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                  HealthCheck.too_slow])
 @given(flows())
 def test_save_then_load_is_equal(tmp_path, flow):
     path = tmp_path / "rt.flow.json"
