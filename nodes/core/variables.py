@@ -9,20 +9,23 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from runtime.expressions.context import (
+    GLOBAL_FILE,
+    GLOBAL_MAX_BYTES,  # most bytes the file may hold, all variables together
+    GlobalVariablesError,
+    forget_globals_at,
+    read_globals_at,
+)
 from runtime.message import Message, deep_copy
 from runtime.node import AI, CUSTOM, MESSAGE, Node, NodeConfigError, Output, Param, Tool, node
 
 SCOPES = ("flow", "global")
 DEFAULT_MAX_VALUE_BYTES = 1_000_000
-#: Most bytes the global variables file may hold, all variables together.
-GLOBAL_MAX_BYTES = 10_000_000
 #: Most variables in one scope (one run's flow scope, or the global file).
 MAX_VARIABLES = 10_000
 MAX_NAME_CHARS = 200
-GLOBAL_FILE = "variables.json"
 
 _lock = threading.Lock()  # one writer of the global file at a time in this process
-_cache: dict[str, tuple[tuple[int, int], dict]] = {}  # path -> ((mtime_ns, size), data)
 
 
 def global_file() -> Path:
@@ -32,29 +35,12 @@ def global_file() -> Path:
 
 
 def _read_global(path: Path) -> dict:
-    """The global variables, read again only when the file changed."""
+    """The global variables, read again only when the file changed (the
+    reader and cache templates use too)."""
     try:
-        st = path.stat()
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        raise NodeConfigError(f"cannot read the global variables ({path}): {exc.strerror}") \
-            from None
-    stamp = (st.st_mtime_ns, st.st_size)
-    hit = _cache.get(str(path))
-    if hit is not None and hit[0] == stamp:
-        return hit[1]
-    if st.st_size > GLOBAL_MAX_BYTES:
-        raise NodeConfigError(f"the global variables file {path} is {st.st_size} bytes, more "
-                              f"than the {GLOBAL_MAX_BYTES} it may hold")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise NodeConfigError(f"cannot read the global variables ({path}): {exc}") from None
-    if not isinstance(data, dict):
-        raise NodeConfigError(f"the global variables file {path} must hold a JSON object")
-    _cache[str(path)] = (stamp, data)
-    return data
+        return read_globals_at(path)
+    except GlobalVariablesError as exc:
+        raise NodeConfigError(str(exc)) from None
 
 
 def _write_global(change: Any) -> None:
@@ -80,7 +66,7 @@ def _write_global(change: Any) -> None:
         except OSError as exc:
             raise NodeConfigError(f"cannot save the global variables ({path}): "
                                   f"{exc.strerror or exc}") from None
-        _cache.pop(str(path), None)
+        forget_globals_at(path)
 
 
 def _check_name(name: Any) -> str:

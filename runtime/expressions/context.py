@@ -186,31 +186,51 @@ def template_env(hidden: frozenset[str] = frozenset(), readable: Iterable[str] =
 _global_cache: dict[str, tuple[tuple[int, int], dict]] = {}
 
 
-def read_global_variables() -> dict:
-    """The global variables (nodes/core/variables.py keeps them in this
-    file), read again only when the file changed."""
-    path: Path = data_dir() / GLOBAL_FILE
+class GlobalVariablesError(Exception):
+    """The global variables file cannot be read; the text says why and where."""
+
+
+def read_globals_at(path: Path) -> dict:
+    """The global variables kept in ``path``, read again only when the file
+    changed. The one reader of the file: templates (read_global_variables)
+    and nodes/core/variables.py share it and its cache."""
     try:
         st = path.stat()
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        raise _Bound(f"cannot read the global variables ({path}): {exc.strerror}") from None
+        raise GlobalVariablesError(
+            f"cannot read the global variables ({path}): {exc.strerror}") from None
     stamp = (st.st_mtime_ns, st.st_size)
     hit = _global_cache.get(str(path))
     if hit is not None and hit[0] == stamp:
         return hit[1]
     if st.st_size > GLOBAL_MAX_BYTES:
-        raise _Bound(f"the global variables file {path} is {st.st_size} bytes, more than "
-                     f"{GLOBAL_MAX_BYTES}")
+        raise GlobalVariablesError(f"the global variables file {path} is {st.st_size} bytes, "
+                                   f"more than the {GLOBAL_MAX_BYTES} it may hold")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise _Bound(f"cannot read the global variables ({path}): {exc}") from None
+        raise GlobalVariablesError(
+            f"cannot read the global variables ({path}): {exc}") from None
     if not isinstance(data, dict):
-        raise _Bound(f"the global variables file {path} must hold a JSON object")
+        raise GlobalVariablesError(f"the global variables file {path} must hold a JSON object")
     _global_cache[str(path)] = (stamp, data)
     return data
+
+
+def forget_globals_at(path: Path) -> None:
+    """The file was written: read it again next time."""
+    _global_cache.pop(str(path), None)
+
+
+def read_global_variables() -> dict:
+    """The global variables (nodes/core/variables.py keeps them in this
+    file), read again only when the file changed."""
+    try:
+        return read_globals_at(data_dir() / GLOBAL_FILE)
+    except GlobalVariablesError as exc:
+        raise _Bound(str(exc)) from None
 
 
 class ExpressionContext:
