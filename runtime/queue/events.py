@@ -108,32 +108,41 @@ class StreamPublisher:
 EXPIRE_AGAIN = 3600.0
 
 
-class _Pump:
+class PerProcess:
+    """One object of a subclass per process, made at first use
+    (``of_this_process``); a forked pool process makes its own rather than
+    use its parent's, whose thread did not come along."""
+
+    _current: Any = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+
+    @classmethod
+    def of_this_process(cls) -> Any:
+        found = cls._current
+        if found is not None and found.pid == os.getpid():
+            return found
+        with PerProcess._lock:  # none yet, or the parent's (a forked pool process)
+            if cls._current is None or cls._current.pid != os.getpid():
+                cls._current = cls()
+            return cls._current
+
+
+class _Pump(PerProcess):
     """The thread of a process that sends its publishers' entries, in the
     order they came, in pipelined XADDs of up to BATCH entries per stream;
     a close marker (a threading.Event) is set once everything its
     publisher queued before it is sent."""
 
-    _current: _Pump | None = None
-    _lock = threading.Lock()
-
     def __init__(self) -> None:
-        self.pid = os.getpid()
+        super().__init__()
         self.q: stdqueue.SimpleQueue[tuple[StreamPublisher, str | threading.Event]] = \
             stdqueue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="switchboard-events",
                                         daemon=True)
         self._thread.start()
-
-    @classmethod
-    def of_this_process(cls) -> _Pump:
-        pump = cls._current
-        if pump is not None and pump.pid == os.getpid():
-            return pump
-        with cls._lock:  # none yet, or the parent's (a forked pool process)
-            if cls._current is None or cls._current.pid != os.getpid():
-                cls._current = cls()
-            return cls._current
 
     def _run(self) -> None:
         while True:

@@ -37,7 +37,7 @@ from typing import Any
 
 from ..events import EventBus, NodeError, RunFinished, RunStarted
 from . import DEFAULT_MAX_TRIES, MAX_REPLY_BYTES, WEBHOOK_PENDING, WEBHOOK_REQUEST, state
-from .events import FINAL, StreamPublisher
+from .events import FINAL, PerProcess, StreamPublisher
 from .shared import RunOutput, worker_history
 
 log = logging.getLogger(__name__)
@@ -380,32 +380,19 @@ class _Watch:
             os._exit(1)
 
 
-class _Watcher:
+class _Watcher(PerProcess):
     """The watch thread of a process: every CANCEL_POLL seconds it looks
     after each run the process has running (``_Watch.tick``), and sleeps
     while there is none. One thread for all runs of a pool process, rather
     than one started and joined per run."""
 
-    _current: _Watcher | None = None
-    _lock = threading.Lock()
-
     def __init__(self) -> None:
-        self.pid = os.getpid()
+        super().__init__()
         self._watches: list[_Watch] = []
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="switchboard-run-watch",
                                         daemon=True)
         self._thread.start()
-
-    @classmethod
-    def of_this_process(cls) -> _Watcher:
-        watcher = cls._current
-        if watcher is not None and watcher.pid == os.getpid():
-            return watcher
-        with cls._lock:  # none yet, or the parent's (a forked pool process)
-            if cls._current is None or cls._current.pid != os.getpid():
-                cls._current = cls()
-            return cls._current
 
     def add(self, watch: _Watch) -> None:
         with self._cond:
