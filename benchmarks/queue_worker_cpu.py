@@ -71,6 +71,76 @@ sys.exit(main())
 """
 
 
+#: The floor under the goal: Celery's prefork worker with the worker's own
+#: configuration (``make_app``: late acknowledgement, prefetch 1, the Redis
+#: transport) running a task that does nothing but count itself in Redis
+#: (one INCR, so the benchmark knows it ran). No flow, no engine, no events.
+CELERY_FLOOR = r"""
+import sys
+from celery import signals
+from runtime.queue.app import make_app
+broker, concurrency = sys.argv[1], sys.argv[2]
+app = make_app(broker)
+
+@app.task(name="bench.floor_noop")
+def noop(payload):
+    import redis
+    global _r
+    try:
+        r = _r
+    except NameError:
+        r = _r = redis.Redis.from_url(broker)
+    r.incr("bench:floor:done")
+
+@signals.worker_ready.connect(weak=False)
+def ready(**_):
+    print("switchboard worker ready (floor)", file=sys.stderr, flush=True)
+
+app.worker_main(["worker", f"--concurrency={concurrency}", "--queues=bench-floor",
+                 "--without-gossip", "--without-mingle", "--loglevel=WARNING"])
+"""
+
+
+def floor(n: int, runs: int, redis_server: RedisServer) -> dict:
+    """Worker CPU per task of Celery's no-op floor with ``n`` pool processes."""
+    import time
+
+    import redis
+
+    from runtime.queue.app import make_app
+
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    saved = list(SWITCHBOARD)
+    SWITCHBOARD[:] = [sys.executable, "-c", CELERY_FLOOR]
+    try:
+        worker = Proc([redis_server.url, str(n)], env)
+    finally:
+        SWITCHBOARD[:] = saved
+    r = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    app = make_app(redis_server.url)
+
+    def send(count: int) -> float:
+        r.set("bench:floor:done", 0)
+        start = time.perf_counter()
+        for i in range(count):
+            app.send_task("bench.floor_noop", args=[{"i": i}], queue="bench-floor")
+        while int(r.get("bench:floor:done") or 0) < count:
+            time.sleep(0.005)
+        return count / (time.perf_counter() - start)
+
+    try:
+        worker.wait_for("switchboard worker ready")
+        send(4 * n)
+        pool = children(worker.proc.pid)
+        before = _own_cpu(worker.proc.pid), sum(_own_cpu(p) for p in pool)
+        rate = send(runs)
+        after = _own_cpu(worker.proc.pid), sum(_own_cpu(p) for p in pool)
+    finally:
+        worker.stop()
+    return {"rate": rate, "main": (after[0] - before[0]) * 1000 / runs,
+            "pool": (after[1] - before[1]) * 1000 / runs}
+
+
 def children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as fh:
@@ -156,10 +226,12 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="sb-queue-cpu-"))
     target = Target()
     got: dict[int, list[dict]] = {n: [] for n in counts}
+    floors: dict[int, list[dict]] = {n: [] for n in counts}
     with RedisServer() as redis_server:
         for _ in range(args.rounds):
             for n in counts:
                 got[n].append(measure(n, args.runs, redis_server, target, tmp, args.profile))
+                floors[n].append(floor(n, args.runs, redis_server))
     print(f"queue_worker_cpu: webhook -> http.request POST -> csv append; {args.runs} runs per "
           f"burst from 8 clients; {os.cpu_count()} CPUs; {args.rounds} round(s), best shown")
     print(f"{'pool processes':<15} {'runs/s':>7} {'worker ms/run':>14} {'(main':>6} "
@@ -177,6 +249,12 @@ def main() -> None:
         print(f"Redis commands per run, {n} pool process{'es' * (n > 1)}: "
               f"{sum(b['cmds'].values()):.1f} (" +
               ", ".join(f"{k} {v:.1f}" for k, v in top if v >= 0.05) + ")")
+    print("the floor: Celery's worker, the same configuration, a task that only counts itself "
+          "(one INCR)")
+    for n, results in floors.items():
+        b = min(results, key=lambda x: x["main"] + x["pool"])
+        print(f"{n:<15} {max(x['rate'] for x in results):>7.1f} {b['main'] + b['pool']:>14.2f} "
+              f"{b['main']:>6.2f} {b['pool']:>6.2f}")
     worst = max(b["cpu"]["main"] + b["cpu"]["pool"] for b in best.values())
     print(f"goal: worker CPU per run <= {GOAL_CPU_MS:g} ms: {worst:.2f} ms at most "
           f"({'met' if worst <= GOAL_CPU_MS else 'not met'})")
