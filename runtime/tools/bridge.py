@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..approval import ApprovalRequest, people_of
-from ..arguments import _parse, event_args, masked, preview, short
+from ..arguments import _parse, argument_problem, event_args, masked, preview, short
 from ..cost import tool_cost
 from ..events import NodeStatus, ToolApproval, ToolCall, ToolDecision, ToolResult
 from ..message import (
@@ -56,6 +56,11 @@ MAX_TOOL_CALLS_PER_TURN = 16
 #: The tool a child agent (an agent used as another's tool) ends its task with.
 HANDOFF = "handoff"
 MAX_HANDOFF_DOCUMENTS = 50
+
+
+#: Values a tool request shares with the agent's message (immutable).
+_LEAVES = frozenset((str, int, float, bool, type(None)))
+_UNKNOWN: Any = object()
 
 
 def _setting(node: Any, name: str) -> Any:
@@ -118,6 +123,8 @@ class ToolBridge(BackgroundTasks):
             self.max_background = max(1, int(cap))
         self._ended = asyncio.Event()
         self._live: dict[str, CallStatus] = {}  # caller id -> its status, until it ends
+        #: Tool name -> (its ToolDef, runs at once) if it never asks, else None (_quick_tool).
+        self._quick: dict[str, tuple[ToolDef, bool] | None] = {}
 
     def functions_for(self, state: AgentCalls | None) -> list[dict]:
         """The functions the LLM is offered: a child agent also gets handoff;
@@ -249,13 +256,29 @@ class ToolBridge(BackgroundTasks):
         return out
 
     def _never_waits(self, name: str, raw_args: Any = None) -> bool:
-        tool = self.tools.get(name)
-        if tool is None:
+        if name not in self.tools:
             return True  # refused at once
-        if tool.policy.mode != "never" or tool.policy.confirm:
-            return False  # may wait for a person
-        rt = self.engine.nodes[tool.node_id]
-        return not rt.is_async and not rt.node.blocking
+        quick = self._quick.get(name, _UNKNOWN)
+        if quick is _UNKNOWN:
+            quick = self._quick_tool(name)
+        return quick is not None and quick[1]
+
+    def _quick_tool(self, name: str) -> tuple[ToolDef, bool] | None:
+        """For a tool whose calls never ask a person (nor run in the
+        background): its ToolDef, and whether its node is a plain function
+        that does not block (a call of it runs start to end at once). None
+        for any other name. Found once per tool: none of this changes in a
+        run."""
+        tool = self.tools.get(name)
+        quick = None
+        if tool is not None and tool.policy.mode == "never" and not tool.policy.confirm \
+                and not tool.background:
+            rt = self.engine.nodes.get(tool.node_id) if hasattr(self.engine, "nodes") else None
+            if rt is not None:
+                quick = (tool, not rt.is_async and not rt.node.blocking)
+        if len(self._quick) < 4096:  # names come from the LLM: bounded
+            self._quick[name] = quick
+        return quick
 
     def refuse(self, call_id: str, name: Any, raw_args: Any, why: str,
                parent: str = "") -> ToolOutcome:
@@ -284,6 +307,53 @@ class ToolBridge(BackgroundTasks):
     async def call(self, base: dict, call_id: str, name: str, raw_args: Any,
                    timeout: float | None = DEFAULT_TOOL_TIMEOUT,
                    parent: str = "") -> ToolOutcome:
+        quick = self._quick.get(name, _UNKNOWN)
+        if quick is _UNKNOWN:
+            quick = self._quick_tool(name)
+        if quick is not None and self.engine.debugger is None:
+            # The common call, of a tool that asks no one: the same checks,
+            # events and request as _begin's and _start's, in one frame.
+            # Anything unusual (arguments past a bound or not fitting the
+            # schema) goes the general way, which says why.
+            tool, inline = quick
+            t0 = time.perf_counter()
+            if type(raw_args) is dict:
+                args: Any = raw_args
+                fits = argument_problem(args) is None and tool.check(args)
+            else:
+                args, why, _ = _parse(raw_args)
+                fits = why is None and tool.check(args)
+            if fits:
+                caller_id = new_caller_id()
+                bus = self.engine.bus
+                if bus.active:
+                    bus.publish(ToolCall(agent=self.agent_id, node=tool.node_id, tool=name,
+                                         caller_id=caller_id, args=event_args(args, checked=True),
+                                         parent=parent))
+                running = _Running(call_id, caller_id, name, tool.node_id, args, t0, None, self,
+                                   parent)
+                running.step = step = self.engine.run_as_tool(
+                    tool.node_id, self.request(base, caller_id, tool, args))
+                token = TOOL_CALL.set(running)
+                if inline:
+                    # A plain function that never waits: it cannot suspend,
+                    # so it needs no timer, and awaiting it costs no
+                    # StopIteration as stepping it by hand does.
+                    try:
+                        resp = await step
+                    finally:
+                        TOOL_CALL.reset(token)
+                    return self._settled(running, resp, parent)
+                try:
+                    running.pending = step.send(None)
+                except StopIteration as done:
+                    return self._settled(running, done.value, parent)
+                finally:
+                    TOOL_CALL.reset(token)
+                status = running.live()
+                if not status.shown:
+                    status.publish("running")
+                return await self._wait(running, timeout, parent)
         started = self._begin(base, call_id, name, raw_args, parent)
         if isinstance(started, _Waiting):
             started = await self._approve(base, started)
@@ -499,7 +569,15 @@ class ToolBridge(BackgroundTasks):
     def request(self, base: dict, caller_id: str, tool: ToolDef, args: dict) -> dict:
         """The tool_request: a clone of the agent's message plus the reserved
         keys; the validated arguments travel only under ``__parameters__``."""
-        req = Message({k: deep_copy(v) for k, v in base.items() if k not in RESERVED_KEYS})
+        # Immutable values are shared (as deep_copy would), containers
+        # copied: one C-level copy and a test per key, not a call per value.
+        req = Message(base)
+        for k, v in base.items():
+            if type(v) not in _LEAVES:
+                req[k] = deep_copy(v)
+        if not RESERVED_KEYS.isdisjoint(req):
+            for k in RESERVED_KEYS.intersection(req):
+                del req[k]
         req[MESSAGE_TYPE] = TOOL_REQUEST
         req[TOOL_CALLER_ID] = caller_id
         req[AGENT_NODE_ID] = self.agent_id

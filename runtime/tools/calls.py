@@ -156,11 +156,10 @@ class _Running:
 
     def outcome(self, status: str, *, data: Any = None, error: str = "",
                 cancelled: bool = False) -> ToolOutcome:
+        # Positional: keyword arguments cost this per-call path more.
         return ToolOutcome(self.call_id, self.caller_id, self.name, self.node_id, self.args,
-                           status, data=data, error=error,
-                           ms=(time.perf_counter() - self.t0) * 1000,
-                           tracking_id=self.status.tracking_id if self.status else "",
-                           cancelled=cancelled)
+                           status, data, error, (time.perf_counter() - self.t0) * 1000, False,
+                           self.status.tracking_id if self.status else "", cancelled)
 
 
 class CallStatus:
