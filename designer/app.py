@@ -140,6 +140,9 @@ def _screenshot(app, window, path: Path, size: tuple[int, int]) -> int:
         print(f"switchboard-timing shown {time.time():.6f}", file=sys.stderr)
         print(f"switchboard-timing cpu {time.process_time():.6f}", file=sys.stderr)
         print("switchboard-timing modules " + " ".join(heavy), file=sys.stderr)
+        packages = sorted({m.split(".")[1] for m in sys.modules
+                           if m.startswith("nodes.") and m.count(".") >= 1})
+        print("switchboard-timing node-packages " + " ".join(packages), file=sys.stderr)
         later = [m for m in SECOND_PHASE if m in sys.modules]
         print("switchboard-timing second-phase-modules " + " ".join(later), file=sys.stderr)
         print(f"switchboard-timing rss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}",

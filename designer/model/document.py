@@ -61,6 +61,8 @@ class FlowDocument(QObject):
         self._validate_timer.setSingleShot(True)
         self._validate_timer.setInterval(150)
         self._validate_timer.timeout.connect(self.revalidate)
+        self._validation_held = False
+        self._validation_due = False
         for sig in (self.node_added, self.node_removed, self.node_moved, self.node_changed,
                     self.wire_added, self.wire_removed, self.flow_reset,
                     self.settings_changed):
@@ -145,6 +147,10 @@ class FlowDocument(QObject):
         spec = self.registry.spec(n.type) if n else None
         if n is None or spec is None:
             return []
+        if not spec.dynamic_outputs:
+            # From the spec alone: asking the registry for the class would
+            # import the node's package, before the first paint of a flow.
+            return [p.name for p in spec.outputs]
         return output_ports(spec, self.registry, n)
 
     def port_kind(self, node_id: str, port: str) -> str:
@@ -281,10 +287,24 @@ class FlowDocument(QObject):
     # -- validation -----------------------------------------------------------
     def _on_any_change(self, *args: object) -> None:
         self.changed.emit()
-        self._validate_timer.start()
+        if self._validation_held:
+            self._validation_due = True
+        else:
+            self._validate_timer.start()
+
+    def hold_validation(self, held: bool) -> None:
+        """While held, a change does not schedule validation (the designer's
+        staged start: checking a flow imports its node packages, which the
+        first paint does not need); releasing validates at once if anything
+        changed meanwhile. ``revalidate()`` still works while held."""
+        self._validation_held = held
+        if not held and self._validation_due:
+            self._validation_due = False
+            self.revalidate()
 
     def revalidate(self) -> list[Problem]:
         self._validate_timer.stop()
+        self._validation_due = False
         self.problems = validate_flow(self.flow, self.registry,
                                       file=str(self.path) if self.path else "")
         self.problems_changed.emit(self.problems)

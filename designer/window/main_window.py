@@ -58,6 +58,8 @@ class MainWindow(FileActions, QMainWindow):
         self._complete = False
         self.setObjectName("SwitchboardMainWindow")
         self.document = document or FlowDocument(registry=registry)
+        if staged:
+            self.document.hold_validation(True)  # until complete_start
         self.scene = FlowScene(self.document, self, interactions=MouseInteractions())
         self.view = FlowView(self.scene, self)
         self.editor = CanvasEditor(self.scene, self.view, self)
@@ -119,6 +121,7 @@ class MainWindow(FileActions, QMainWindow):
         self.properties = self._make_properties()
         self.properties_dock.setWidget(self.properties)
         self._install_run_integration()
+        self.document.hold_validation(False)
         if self.scene.selected_node_ids():
             self._on_selection()
 
