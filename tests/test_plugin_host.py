@@ -426,6 +426,57 @@ def test_a_stream_whose_loop_ends_first_ends_with_it(ptest):
     assert ptest.process.starts == 1
 
 
+async def test_a_call_on_a_live_stream_does_not_ask_for_the_running_loop(ptest, monkeypatch):
+    """asyncio.get_running_loop() is a getpid() system call in Python 3.11:
+    a call finds its stream by the thread its loop runs in instead."""
+    node = ptest.classes["ptest.upper"]("u", params={"suffix": ParamValue(scope=Scope.CUSTOM,
+                                                                          value="!")})
+    await node.start()
+    asked = []
+    real = asyncio.get_running_loop
+
+    def counted():
+        if "runtime/plugin" in sys._getframe(1).f_code.co_filename.replace(os.sep, "/"):
+            asked.append(1)
+        return real()
+
+    monkeypatch.setattr(asyncio, "get_running_loop", counted)
+    for text in ("a", "b", "c"):
+        msg = Message({"payload": text})
+        await node.on_message(msg)
+        assert msg["payload"] == text.upper() + "!"
+    assert asked == []
+    await node.close()
+
+
+def test_a_second_loop_in_the_same_thread_gets_its_own_stream(ptest):
+    """The first loop is still open (not run, not closed) while a second
+    runs in the same thread: a call there must not use the first loop's
+    stream, whose futures belong to that loop."""
+    node = ptest.classes["ptest.upper"]("u", params={"suffix": ParamValue(scope=Scope.CUSTOM,
+                                                                          value="!")})
+    first, second = asyncio.new_event_loop(), asyncio.new_event_loop()
+    try:
+        msg = Message({"payload": "a"})
+        first.run_until_complete(node.on_message(msg))
+        conn = ptest.process.conn
+        assert msg["payload"] == "A!" and conn.loop is first
+        msg = Message({"payload": "b"})
+        second.run_until_complete(node.on_message(msg))
+        assert msg["payload"] == "B!"
+        assert ptest.process.conn is not conn and ptest.process.conn.loop is second
+        msg = Message({"payload": "c"})
+        first.run_until_complete(node.on_message(msg))
+        assert msg["payload"] == "C!" and ptest.process.conn.loop is first
+    finally:
+        for loop in (first, second):
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            for task in asyncio.all_tasks(loop):
+                task.cancel()
+            loop.run_until_complete(asyncio.sleep(0))
+            loop.close()
+
+
 # -- a package chosen to run out of process -------------------------------------
 async def test_a_flow_can_run_a_built_in_package_out_of_process_unchanged():
     """settings.out_of_process: the core package (inject, change, debug)

@@ -55,6 +55,7 @@ from .stream import STATUS_COLORS, STATUS_STATES, _Connection  # noqa: F401 - re
 log = logging.getLogger(__name__)
 
 K = pb.Frame
+_CALL, _ERROR = K.CALL, K.ERROR
 _MISSING = object()
 #: Longest a restart waits after repeated crashes.
 MAX_BACKOFF = 10.0
@@ -387,13 +388,13 @@ class RemoteNode(Node):
                 params[bp.name] = value
         process = self.process
         conn = process.conn
-        if conn is None or not conn.alive or conn.loop is not asyncio.get_running_loop():
+        if conn is None or not conn.usable():
             conn = await process.connection()
-        frame = await conn.request(K.CALL, self._instance,
+        frame = await conn.request(_CALL, self._instance,
                                    wire.dumps({"msg": msg, "params": params}),
                                    process.manifest.call_timeout)
         data = wire.loads(frame.data)
-        if frame.kind == K.ERROR:
+        if frame.kind == _ERROR:
             raise _remote_error(data)
         new = data.get("msg")
         if isinstance(new, dict):

@@ -31,6 +31,7 @@ import itertools
 import logging
 import math
 import subprocess
+import threading
 from typing import Any, get_args, get_type_hints
 
 import grpc
@@ -47,6 +48,10 @@ from .pb import plugin_pb2_grpc as pb_grpc
 log = logging.getLogger("runtime.plugin.host")
 
 K = pb.Frame
+#: Frame kinds looked up once (an attribute of the message class is a
+#: descriptor search each time).
+_RESULT, _ERROR = K.RESULT, K.ERROR
+_NO_THREAD = object()
 #: The colors and states a node.status event may hold (runtime.events.NodeStatus).
 STATUS_COLORS = frozenset(get_args(get_type_hints(NodeStatus)["color"]))
 STATUS_STATES = frozenset(get_args(get_type_hints(NodeStatus)["state"]))
@@ -171,6 +176,20 @@ class _Connection:
         self.keeper = loop.create_task(self._keep())
         self._read_on()
 
+    def usable(self) -> bool:
+        """Alive, and its loop is the one running the caller. A loop that
+        says which thread runs it (asyncio's own loops) is checked by thread:
+        ``asyncio.get_running_loop()`` costs a getpid() system call in Python
+        3.11, on every call to a plugin."""
+        if not self.alive:
+            return False
+        thread = getattr(self.loop, "_thread_id", _NO_THREAD)
+        if thread is _NO_THREAD:
+            return self.loop is asyncio.get_running_loop()
+        # Only one loop runs in a thread at a time, and a loop records its
+        # thread while it runs (None otherwise).
+        return thread == threading.get_ident()
+
     async def _keep(self) -> None:
         """Lives as long as the stream. When the loop ends first (its tasks
         are cancelled), the stream ends with it, as a reader task's would:
@@ -255,11 +274,11 @@ class _Connection:
 
     def _on_frame(self, frame: Any) -> None:
         kind = frame.kind
-        if kind == K.RESULT or kind == K.ERROR:
+        if kind == _RESULT or kind == _ERROR:
             fut = self.pending.pop(frame.id, None)
             if fut is not None and not fut.done():
                 fut.set_result(frame)
-            if kind == K.RESULT:
+            if kind == _RESULT:
                 self.process.failures = 0
             return
         node = self.process.instances.get(frame.instance)
