@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -286,7 +287,7 @@ class AgentMeter:
         self.cost_usd: float | None = None if offline else 0.0
         #: Call id -> estimated tokens its result cost in the next request.
         self.tool_tokens: dict[str, int] = {}
-        self._pending: dict[str, str] = {}
+        self._pending: dict[str, Any] = {}  # call id -> its text, or its ToolOutcome
         self._price = None if offline else price_of(model)  # once per agent run
         # Where each request is added, found once per message, not per turn.
         self._spends = (self.own,) if self.run is None else (
@@ -319,10 +320,13 @@ class AgentMeter:
                 self.run.exceeded = why
             raise NodeConfigError(why)
 
-    def after_reply(self, usage: dict[str, Any], request_chars: int) -> float | None:
+    def after_reply(self, usage: dict[str, Any],
+                    request_chars: int | Callable[[], int]) -> float | None:
         """Price one request (None: no price), count it, and give the tool
         results it carried their share of its input tokens (``request_chars``:
-        the characters of all the request's texts)."""
+        the characters of all the request's texts, or what counts them:
+        called only when a share is to be worked out, i.e. the request had
+        tool results and reported input tokens)."""
         cost = None if self.offline else request_cost(self.model, usage, self._price)
         for spend in self._spends:  # the run's and the agent's, or this message's
             spend.add(usage, cost, self.offline)
@@ -330,17 +334,28 @@ class AgentMeter:
             self.cost_usd = None if cost is None else round(self.cost_usd + cost, 10)
         if pending := self._pending:
             inp = int(usage.get("input_tokens", 0) or 0)
-            self.tool_tokens.update(tool_tokens(inp, request_chars, pending))
+            if inp > 0:
+                chars = request_chars() if callable(request_chars) else request_chars
+                texts = {k: t if type(t) is str else t.content() for k, t in pending.items()}
+                self.tool_tokens.update(tool_tokens(inp, chars, texts))
+            else:  # no tokens to share: each result's share is 0
+                self.tool_tokens.update(dict.fromkeys(pending, 0))
             self._pending = {}
         return cost
 
-    def after_tools(self, results: list[tuple[str, str, Any]]) -> None:
-        """``results``: (call id, the text the model gets, the tool's data) of
-        one turn's calls: their costs go to the run, their texts wait for the
-        next request's token count."""
+    def after_tools(self, results: list[Any]) -> None:
+        """One turn's calls: their costs go to the run, their texts wait for
+        the next request's token count. Each result is a ToolOutcome (its
+        ``call_id``, ``content()``: the text the model gets, ``data``), or a
+        (call id, text, data) tuple."""
         pending, run = self._pending, self.run
-        for call_id, text, data in results:
-            pending[call_id] = text
+        for r in results:
+            if type(r) is tuple:
+                call_id, text, data = r
+                pending[call_id] = text
+            else:
+                pending[r.call_id] = r  # its text is read only if a share is worked out
+                data = r.data
             if run is not None and isinstance(data, dict) and "cost" in data:
                 usd = tool_cost(data)
                 if usd is not None:

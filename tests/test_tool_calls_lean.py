@@ -185,3 +185,69 @@ async def test_each_request_is_its_own_copy_of_the_agents_message():
     assert {"_msgid", "payload", "meta", "topic"} <= set(keys)
     assert TOOL_STATUS not in keys and TOOL_DATA not in keys
     assert PARAMETERS in keys  # the call's own arguments, under the reserved key
+
+
+# -- the agent turn around the calls ------------------------------------------
+
+async def test_a_reply_without_input_tokens_has_its_conversation_counted_never(monkeypatch):
+    """The share of a request's input tokens each tool result cost needs the
+    characters of the whole request; a reply that reports no input tokens
+    (the scripted provider's, unless its script says) shares none out, so
+    the conversation is not counted, and each result's share is 0 as
+    before."""
+    from runtime.agent import loop
+    from tests.servers.flows import agent_flow, run, scripted
+
+    counted: list[int] = []
+    count = loop._Chars.count
+
+    def spy(self, conversation):
+        counted.append(len(conversation))
+        count(self, conversation)
+
+    monkeypatch.setattr(loop._Chars, "count", spy)
+    call = {"name": "echo", "arguments": {"text": "hi"}}
+    echo = [{"id": "echo", "type": "test.echo", "params": {}}]
+    flow = agent_flow(scripted([{"tool_calls": [call]}, {"tool_calls": [call]}, {"text": "ok"}]),
+                      echo)
+    result, rec, _ = await run(flow)
+    assert result.status == "ok", rec.dump()
+    out = rec.debug_values()[0]["agent"]
+    assert [c["result_tokens"] for c in out["tool_calls"]] == [0, 0]
+    assert counted == []
+    # With input tokens reported, each result gets its share as before.
+    flow = agent_flow(scripted([{"tool_calls": [call]}, {"tool_calls": [call],
+                                "usage": {"input_tokens": 1000, "output_tokens": 1}},
+                                {"text": "ok", "usage": {"input_tokens": 2000, "output_tokens": 1}}]),
+                      echo)
+    result, rec, _ = await run(flow)
+    assert result.status == "ok", rec.dump()
+    out = rec.debug_values()[0]["agent"]
+    text = '{"echoed": "HI"}'
+    args = len(str({"text": "hi"}))  # the call as the model made it
+    first_request = len("Hello") + args + len(text)  # the prompt, the call, its result
+    second_request = first_request + args + len(text)
+    assert [c["result_tokens"] for c in out["tool_calls"]] == [
+        round(1000 * len(text) / first_request), round(2000 * len(text) / second_request)]
+    assert counted == [3, 5]
+
+
+def test_a_scripts_problems_name_their_turns():
+    """script_problems writes "turn N" only for a turn with a problem (a
+    script of thousands of turns is checked as each run starts); what it
+    says is as before."""
+    from runtime.agent.scripted import script_problems
+
+    ok = {"tool_calls": [{"name": "echo", "arguments": {}}], "text": "t", "usage": {},
+          "seconds": 1}
+    assert script_problems([ok] * 3000) == []
+    assert script_problems([ok, 1, {"seconds": True}, {"seconds": 31}, {"text": 3},
+                            {"tool_calls": {}}, {"tool_calls": [{}, {"name": "x"}]},
+                            {"bad": 1}]) == [
+        "turn 2: a turn is an object with text and/or tool_calls (and usage, seconds)",
+        "turn 3: seconds must be a number from 0 to 30",
+        "turn 4: seconds must be a number from 0 to 30",
+        "turn 5: text must be a string",
+        "turn 6: tool_calls must be a list",
+        "turn 7, call 1: a call needs a name (and arguments)",
+        "turn 8: a turn is an object with text and/or tool_calls (and usage, seconds)"]

@@ -13,6 +13,7 @@ import asyncio
 import contextvars
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -202,8 +203,10 @@ async def _turns(agent_id: str, provider: Provider, bridge: ToolBridge | None, b
         usage["output_tokens"] += reply.usage.get("output_tokens", 0)
         cost = None
         if meter is not None:
-            chars.count(conversation)
-            cost = meter.after_reply(reply.usage, chars.total)
+            # The conversation's characters are counted only when the
+            # meter shares input tokens out among tool results (a reply
+            # that reports none, as the scripted provider's, needs none).
+            cost = meter.after_reply(reply.usage, chars.counter(conversation))
             result.cost_usd, result.tool_tokens = meter.cost_usd, meter.tool_tokens
         calls = reply.tool_calls
         text = redact(reply.text) if reply.text else ""
@@ -256,7 +259,7 @@ async def _turns(agent_id: str, provider: Provider, bridge: ToolBridge | None, b
             hooks.after_tools(turn + 1, outcomes)
         result.outcomes.extend(outcomes)
         if meter is not None:
-            meter.after_tools([(o.call_id, o.content(), o.data) for o in outcomes])
+            meter.after_tools(outcomes)
         if calls_state.handoff is not None:
             # The child ended its task: its result is the answer, whatever
             # else it asked for in the same turn.
@@ -382,6 +385,13 @@ class _Chars:
                     total += len(args) if type(args) is str else len(str(args))
         self.total = total
         self.seen = len(conversation)
+
+    def counter(self, conversation: list[dict[str, Any]]) -> Callable[[], int]:
+        """What gives the total so far when called (for AgentMeter.after_reply)."""
+        def total() -> int:
+            self.count(conversation)
+            return self.total
+        return total
 
 
 def _as_seen(instructions: str, conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:

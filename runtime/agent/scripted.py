@@ -31,7 +31,7 @@ BACKGROUND_NOTE = "[background task "
 STREAM_PIECES = 4
 #: Longest a turn's ``seconds`` may make its text take.
 MAX_TYPING_SECONDS = 30.0
-TURN_KEYS = {"text", "tool_calls", "usage", "seconds"}
+TURN_KEYS = frozenset({"text", "tool_calls", "usage", "seconds"})
 
 
 def script_problems(script: Any) -> list[str]:
@@ -41,24 +41,26 @@ def script_problems(script: Any) -> list[str]:
         return ["the script must be a list of turns"]
     out = []
     for i, turn in enumerate(script):
-        where = f"turn {i + 1}"
-        if not isinstance(turn, dict) or not set(turn) <= TURN_KEYS:
-            out.append(f"{where}: a turn is an object with text and/or tool_calls (and usage, "
-                       "seconds)")
+        # "turn N" is written only for a problem: a script of thousands of
+        # turns is checked as each run of it starts.
+        if not isinstance(turn, dict) or not TURN_KEYS.issuperset(turn):
+            out.append(f"turn {i + 1}: a turn is an object with text and/or tool_calls (and "
+                       "usage, seconds)")
             continue
         seconds = turn.get("seconds", 0)
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
                 or not 0 <= seconds <= MAX_TYPING_SECONDS:
-            out.append(f"{where}: seconds must be a number from 0 to {MAX_TYPING_SECONDS:g}")
+            out.append(f"turn {i + 1}: seconds must be a number from 0 to "
+                       f"{MAX_TYPING_SECONDS:g}")
         if "text" in turn and not isinstance(turn["text"], str):
-            out.append(f"{where}: text must be a string")
+            out.append(f"turn {i + 1}: text must be a string")
         calls = turn.get("tool_calls", [])
         if not isinstance(calls, list):
-            out.append(f"{where}: tool_calls must be a list")
+            out.append(f"turn {i + 1}: tool_calls must be a list")
             continue
         for j, c in enumerate(calls):
             if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-                out.append(f"{where}, call {j + 1}: a call needs a name (and arguments)")
+                out.append(f"turn {i + 1}, call {j + 1}: a call needs a name (and arguments)")
     return out
 
 
