@@ -327,9 +327,11 @@ class ToolBridge(BackgroundTasks):
                 caller_id = new_caller_id()
                 bus = self.engine.bus
                 if bus.active:
+                    # Checked arguments: masked() is event_args()'s work for them.
                     bus.publish(ToolCall(agent=self.agent_id, node=tool.node_id, tool=name,
-                                         caller_id=caller_id, args=event_args(args, checked=True),
-                                         parent=parent))
+                                         caller_id=caller_id, parent=parent,
+                                         args=masked(args, 4000) if type(args) is not str
+                                         else event_args(args, checked=True)))
                 running = _Running(call_id, caller_id, name, tool.node_id, args, t0, None, self,
                                    parent)
                 running.step = step = self.engine.run_as_tool(
@@ -590,12 +592,14 @@ class ToolBridge(BackgroundTasks):
             self.engine.failed_tool_calls += 1
         bus = self.engine.bus
         if bus.active:
+            data = out.data
             bus.publish(ToolResult(agent=self.agent_id, node=out.node, tool=out.tool,
                                    caller_id=out.caller_id, status=out.status,  # type: ignore[arg-type]
-                                   data=masked(out.data, 4000), error=out.error,
+                                   data=masked(data, 4000), error=out.error,
                                    ms=out.ms, parent=parent, tracking_id=out.tracking_id,
-                                   cost_usd=tool_cost(out.data) if out.status == "success"
-                                   else None))
-        status = self._live.pop(out.caller_id, None)
-        if status is not None:
-            status.publish(_final_phase(out))
+                                   cost_usd=tool_cost(data) if out.status == "success"
+                                   and isinstance(data, dict) and "cost" in data else None))
+        if self._live:
+            status = self._live.pop(out.caller_id, None)
+            if status is not None:
+                status.publish(_final_phase(out))
