@@ -136,7 +136,7 @@ def _screenshot(app, window, path: Path, size: tuple[int, int]) -> int:
         import resource
         import time
 
-        heavy = [m for m in ("openai", "anthropic", "httpx", "grpc") if m in sys.modules]
+        heavy = [m for m in ("openai", "anthropic", "httpx", "grpc", "asyncio") if m in sys.modules]
         print(f"switchboard-timing shown {time.time():.6f}", file=sys.stderr)
         print(f"switchboard-timing cpu {time.process_time():.6f}", file=sys.stderr)
         print("switchboard-timing modules " + " ".join(heavy), file=sys.stderr)

@@ -15,7 +15,6 @@ events file and the history show who decided what, and when.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import os
@@ -461,6 +460,8 @@ class TerminalApprover:
         self._count = threading.Lock()
 
     async def decide(self, request: ApprovalRequest) -> Decision:
+        import asyncio
+
         return await asyncio.to_thread(self._ask, request)
 
     def _no_tty(self, req: ApprovalRequest) -> Decision:
@@ -565,6 +566,8 @@ class People:
 
     async def approve(self, request: ApprovalRequest) -> Decision:
         """The decision on a call, or a rejection when none came in time."""
+        import asyncio
+
         try:
             return await asyncio.wait_for(self.approver.decide(request), request.timeout)
         except TimeoutError:
@@ -573,6 +576,8 @@ class People:
 
     async def ask(self, question: str, choices: list[str] | None, *, timeout: float,
                   node: str = "", agent: str = "") -> Reply:
+        import asyncio
+
         try:
             return await asyncio.wait_for(
                 asyncio.to_thread(self._ask_terminal, question, choices), timeout)

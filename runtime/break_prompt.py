@@ -20,11 +20,13 @@ prompt waits, so between prompts the terminal is free for ``--approve ask``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 HELP = "show | set PATH VALUE | continue (c) | step (s) | skip | quit (q)"
 
@@ -109,6 +111,8 @@ class BreakPrompt:
     def _changed(self) -> None:
         """A message was held or let go (on the run's loop)."""
         if self.task is None:
+            import asyncio  # here: the CLI's parser (and the designer's start) needs none
+
             self.wake = asyncio.Event()
             self.task = asyncio.get_running_loop().create_task(self._serve())
         assert self.wake is not None
@@ -188,6 +192,8 @@ class BreakPrompt:
     async def _line(self, held: Any) -> Any:
         """The next line typed, or _GONE when ``held`` is let go meanwhile
         (the run stopped); None at the end of the terminal."""
+        import asyncio
+
         if self._pending is None:  # a line asked for before and not typed yet stays asked
             loop = asyncio.get_running_loop()
             self._pending = loop.create_future()

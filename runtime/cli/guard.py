@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import sys
@@ -80,11 +79,13 @@ class _RunGuard:
         self.recorder = recorder
         self.signal: int | None = None
         self._timer = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: Any = None  # the run's event loop, once it runs
         self._previous: dict[int, Any] = {}
         self._finished = False
 
     async def run(self, timeout: float | None):
+        import asyncio
+
         self._loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             self._previous[signum] = signal.signal(signum, self._on_signal)
@@ -117,6 +118,8 @@ class _RunGuard:
         however it ended, the guard off and the events file and the history
         closed."""
         try:
+            import asyncio  # here, not at import: the designer's start needs none
+
             return asyncio.run(main)
         finally:
             self.disarm()
