@@ -545,6 +545,78 @@ def test_parse_flow_refuses_5000_levels_with_a_flow_error(data):
         parse_flow(data)
 
 
+def _rule_node(value) -> dict:
+    return {"id": "t", "type": "core.debug", "tool": {"approval": {"mode": "rules", "rules": [
+        {"arg": "to", "op": "equals", "value": value}]}}}
+
+
+@pytest.mark.parametrize("text", [
+    # Each kind of value the model keeps as it is, and the one float field
+    # whose bounds let Infinity through: load_flow takes the model first and
+    # looks at these alone, and must refuse them as the whole walk does.
+    json.dumps(flow_data([N("a", "core.inject", payload=deep_list(70))])),
+    json.dumps(flow_data([N("a", "core.inject", payload={"x": [1, 2.5, float("nan")]})])),
+    json.dumps(flow_data([{**N("a", "core.inject"), "pin": {"out": [{"payload": deep_list(70)}]}}])),
+    json.dumps(flow_data([{**N("a", "core.inject"), "pin": {"out": [{"payload": 1e999}]}}])),
+    json.dumps(flow_data([_rule_node(deep_list(60))])),
+    json.dumps(flow_data([_rule_node(float("-inf"))])),
+    json.dumps({**flow_data([N("a", "core.inject")]), "settings": {"budget_usd": 1e999}}),
+])
+def test_load_flow_refuses_deep_and_non_finite_values_where_parse_flow_does(tmp_path, text):
+    whole = parse_flow_problems(json.loads(text))
+    assert whole and ("nested too deeply" in whole[0][3] or "must be finite" in whole[0][3])
+    assert [(p.node, p.node_index, p.field, p.message)
+            for p in refusal(tmp_path, text)] == whole
+
+
+def parse_flow_problems(data) -> list[tuple]:
+    with pytest.raises(FlowError) as info:
+        parse_flow(data)  # walks every container of the data first
+    return [(p.node, p.node_index, p.field, p.message) for p in info.value.problems]
+
+
+def test_the_value_screen_knows_every_untyped_field():
+    # load_flow's model-first path (runtime.flow.parse._suspect_values) looks
+    # for deep nesting and non-finite numbers only in these fields; a new
+    # field of type Any or a plain float must be added there, or be bounded.
+    import typing
+
+    from pydantic import BaseModel
+    from pydantic.types import AllowInfNan
+
+    found: set[tuple[str, str]] = set()
+
+    def leaves(t):
+        if typing.get_origin(t) is typing.Annotated:
+            base, *meta = typing.get_args(t)
+            if any(isinstance(m, AllowInfNan) and not m.allow_inf_nan for m in meta):
+                return  # FiniteFloat
+            yield from leaves(base)
+        elif typing.get_args(t):
+            for a in typing.get_args(t):
+                yield from leaves(a)
+        else:
+            yield t
+
+    def visit(model: type[BaseModel], done: set) -> None:
+        if model in done:
+            return
+        done.add(model)
+        for name, field in model.model_fields.items():
+            for t in leaves(field.annotation):
+                if t is typing.Any or t is float:
+                    found.add((model.__name__, name))
+                elif isinstance(t, type) and issubclass(t, BaseModel):
+                    visit(t, done)
+
+    visit(Flow, set())
+    assert found == {
+        ("ParamValue", "value"), ("FlowNode", "pin"), ("Rule", "value"),  # walked
+        ("FlowSettings", "budget_usd"),  # looked at (gt=0 lets Infinity through)
+        ("ApprovalPolicy", "timeout_seconds"),  # gt=0 and le=7 days refuse NaN and Infinity
+    }
+
+
 def test_deep_data_names_the_node_and_field():
     data = {"format": FORMAT, "nodes": [N("a", "core.debug"), {
         "id": "b", "type": "core.inject",

@@ -35,16 +35,88 @@ def _parse(data: Any, file: str, *, check_text: bool, check_numbers: bool) -> Fl
         # current format; the model's default only serves flows made in code.
         raise FlowError([Problem(file=file, field="format",
                                  message=f"missing format; expected {FORMAT!r}")])
+    failed: ValidationError | None = None
+    if not check_text:
+        # The model first: where it takes the file, only the values it takes
+        # as they are (Any) can be deep or hold a number that is not finite,
+        # and a look at those alone is a fraction of a walk over every
+        # container of the file (a third of loading a 100,000-node chain).
+        # Anything it refuses, and anything that look finds, goes the whole
+        # way below, so that every problem is reported as it always was.
+        try:
+            flow = Flow.model_validate(data)
+        except ValidationError as exc:
+            failed = exc
+        except RecursionError:
+            pass
+        else:
+            if not _suspect_values(flow, check_numbers):
+                return flow
     bad = _find_bad_place(data, check_text=check_text, check_numbers=check_numbers)
     if bad is not None:
         path, why = bad
         raise FlowError([_problem_at(path, why, data, file)])
     try:
+        if failed is not None:
+            raise failed
         return Flow.model_validate(data)
     except ValidationError as exc:
         raise FlowError([_problem_from_pydantic(e, data, file) for e in exc.errors()]) from None
     except RecursionError:  # bounded above; kept so that nothing else escapes
         raise FlowError([Problem(file=file, message=_TOO_DEEP)]) from None
+
+
+# Levels of the file above the values the model takes as they are (Any):
+# root 1, nodes 2, node 3, then params 4, setting 5, value 6; pin 4 (a dict
+# of lists of dicts of values); tool 4, approval 5, rules 6, rule 7, value 8.
+_VALUE_LEVEL, _PIN_LEVEL, _RULE_VALUE_LEVEL = 6, 4, 8
+
+
+def _suspect_values(flow: Flow, check_numbers: bool) -> bool:
+    """Whether a flow the model took holds what _find_bad_place refuses:
+    nesting past MAX_DEPTH or (with ``check_numbers``) a number that is not
+    finite. Only the model's Any values (param values, pins, approval rules'
+    values) and its plain float fields can (the rest is typed, a few levels
+    deep, and position is FiniteFloat); tests/test_flow.py's
+    test_the_value_screen_knows_every_untyped_field keeps this list whole."""
+    budget = flow.settings.budget_usd
+    if check_numbers and budget is not None and budget - budget != 0:
+        return True
+    for fnode in flow.nodes:
+        for pval in fnode.params.values():
+            v = pval.value
+            tv = type(v)
+            if tv is list or tv is dict:
+                if _suspect(v, _VALUE_LEVEL, check_numbers):
+                    return True
+            elif tv is float and check_numbers and v - v != 0:
+                return True
+        if fnode.pin is not None and _suspect(fnode.pin, _PIN_LEVEL, check_numbers):
+            return True
+        tool = fnode.tool
+        if tool is not None and tool.approval is not None:
+            for rule in tool.approval.rules:
+                if _suspect([rule.value], _RULE_VALUE_LEVEL - 1, check_numbers):
+                    return True
+    return False
+
+
+def _suspect(value: list | dict, depth: int, check_numbers: bool) -> bool:
+    """``value``, a container at level ``depth``, nests past MAX_DEPTH or
+    holds a number that is not finite (with ``check_numbers``)."""
+    stack = [(value, depth)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        obj, depth = pop()
+        if depth > MAX_DEPTH:
+            return True
+        for v in (obj.values() if type(obj) is dict else obj):
+            tv = type(v)
+            if tv is dict or tv is list:
+                push((v, depth + 1))
+            elif tv is float and check_numbers and v - v != 0:  # inf - inf is nan
+                return True
+    return False
 
 
 _TOO_DEEP = f"nested too deeply: a flow file may nest arrays and objects at most {MAX_DEPTH} levels"
