@@ -155,6 +155,8 @@ async def _turns(agent_id: str, provider: Provider, bridge: ToolBridge | None, b
     names = [f["function"]["name"] for f in functions]
     result = AgentResult()
     usage = result.usage
+    # Decided once: a turn without a budget checks none.
+    budgeted = meter is not None and meter.budgeted
     for turn in range(max(1, max_turns)):
         if conv is not None:
             # Messages a hook flow sent back into the agent meanwhile.
@@ -167,7 +169,7 @@ async def _turns(agent_id: str, provider: Provider, bridge: ToolBridge | None, b
                 conversation.append({"role": "user", "content": note})
             functions = bridge.functions_for(calls_state)
             names = [f["function"]["name"] for f in functions]
-        if meter is not None:
+        if budgeted:
             try:
                 meter.before_request()  # a spent budget: no more LLM turns
             except NodeConfigError as exc:

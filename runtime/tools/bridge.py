@@ -151,26 +151,36 @@ class ToolBridge(BackgroundTasks):
         A child agent's ``handoff`` is taken here and ends its task."""
         refused: dict[int, ToolOutcome] = {}
         parent = state.parent if state is not None else ""
-        per_turn: dict[str, int] = {}
-        counts = _run_counts(self.engine)
+        # A tool's own limits are counted only for a tool that has them
+        # (every definition of a tool node shares its settings).
+        per_turn: dict[str, int] | None = None
+        counts: dict[str, int] | None = None
+        tools = self.tools
         for i, (call_id, name, raw) in enumerate(calls):
-            if state is not None and state.parent and name == HANDOFF and HANDOFF not in self.tools:
-                refused[i] = self._handoff(state, call_id, raw)
-                continue
-            if name in (TASK_STATUS, TASK_CANCEL) and name not in self.tools and self.jobs:
-                refused[i] = await self._task_tool(call_id, name, raw, parent)
-                continue
-            tool = self.tools.get(name)
+            tool = tools.get(name)
             why = None
-            if tool is not None:
-                n = per_turn[name] = per_turn.get(name, 0) + 1
-                if tool.max_per_turn and n > tool.max_per_turn:
-                    why = (f"tool '{name}' may be called at most {tool.max_per_turn} times in "
-                           "one answer (max_calls_per_turn); make this call in a later turn")
-                elif tool.max_per_run and counts.get(tool.count_key or tool.node_id,
-                                                      0) >= tool.max_per_run:
-                    why = (f"tool '{name}' was called {tool.max_per_run} times in this run, its "
-                           "limit (max_calls_per_run); it cannot be called again")
+            if tool is None:
+                if name == HANDOFF and state is not None and state.parent:
+                    refused[i] = self._handoff(state, call_id, raw)
+                    continue
+                if name in (TASK_STATUS, TASK_CANCEL) and self.jobs:
+                    refused[i] = await self._task_tool(call_id, name, raw, parent)
+                    continue
+            else:
+                if tool.max_per_turn:
+                    if per_turn is None:
+                        per_turn = {}
+                    n = per_turn[name] = per_turn.get(name, 0) + 1
+                    if n > tool.max_per_turn:
+                        why = (f"tool '{name}' may be called at most {tool.max_per_turn} times "
+                               "in one answer (max_calls_per_turn); make this call in a later "
+                               "turn")
+                if why is None and tool.max_per_run:
+                    if counts is None:
+                        counts = _run_counts(self.engine)
+                    if counts.get(tool.count_key or tool.node_id, 0) >= tool.max_per_run:
+                        why = (f"tool '{name}' was called {tool.max_per_run} times in this run, "
+                               "its limit (max_calls_per_run); it cannot be called again")
             if why is None and state is not None and state.limit is not None:
                 if state.count >= state.limit:
                     why = (f"this agent made {state.limit} tool calls for this message, its "
@@ -178,16 +188,17 @@ class ToolBridge(BackgroundTasks):
             if why is not None:
                 refused[i] = self.refuse(call_id, name, raw, why, parent)
                 continue
-            if tool is not None:
+            if tool is not None and tool.max_per_run:
+                assert counts is not None
                 key = tool.count_key or tool.node_id
                 counts[key] = counts.get(key, 0) + 1
             if state is not None:
                 state.count += 1
             if tool is not None and tool.background:
                 refused[i] = self._start_background(base, call_id, name, raw, parent)
-        pending = [(i, c) for i, c in enumerate(calls) if i not in refused]
+        asked = len(calls)
         if refused:
-            calls = [c for _, c in pending]
+            calls = [c for i, c in enumerate(calls) if i not in refused]
         over: list[Any] = []
         if max_calls and len(calls) > max_calls:
             calls, over = calls[:max_calls], calls[max_calls:]
@@ -197,9 +208,11 @@ class ToolBridge(BackgroundTasks):
         # call only runs in the agent's own task when no other call of the
         # turn could overlap it: one call, or nodes that never wait (plain
         # functions that do not block). Otherwise each call gets a task.
-        if len(calls) <= 1 or all(self._never_waits(c[1], c[2]) for c in calls):
-            out: list[Any] = [await self.call(base, c[0], c[1], c[2], timeout, parent)
-                              for c in calls]
+        if len(calls) == 1:  # most turns
+            c = calls[0]
+            out: list[Any] = [await self.call(base, c[0], c[1], c[2], timeout, parent)]
+        elif len(calls) <= 1 or all(self._never_waits(c[1], c[2]) for c in calls):
+            out = [await self.call(base, c[0], c[1], c[2], timeout, parent) for c in calls]
         else:
             loop = asyncio.get_running_loop()
             tasks = [loop.create_task(self.call(base, c[0], c[1], c[2], timeout, parent))
@@ -219,8 +232,7 @@ class ToolBridge(BackgroundTasks):
         if refused:
             # Back into call order, the refused and handed-off ones in their places.
             ran = iter(out)
-            out = [refused[i] if i in refused else next(ran)
-                   for i in range(len(pending) + len(refused))]
+            out = [refused[i] if i in refused else next(ran) for i in range(asked)]
         return out
 
     def _handoff(self, state: AgentCalls, call_id: str, raw: Any) -> ToolOutcome:
