@@ -2,11 +2,12 @@
 in the same run (the goals are ratios to it):
 
 - a tool call proper (ToolBridge.call: parse, bound and check the
-  arguments, clone the agent's message, run the node, answer) on a
-  plain-function no-op node: goal <= 1.5x; with an event subscriber
-  attached: goal <= 2x; on an async no-op node: goal <= 2x;
+  arguments, copy the agent's message, run the node, answer) on a
+  plain-function no-op node, with an event subscriber attached, and on an
+  async no-op node: goal <= 1.5x each (issue 32; the subscriber and async
+  goals were 2x before it);
 - the same inside whole agent turns (scripted provider): one call per LLM
-  turn, and 2,000 calls in one turn;
+  turn (goal: <= 2.5x a plain tool call), and 2,000 calls in one turn;
 - throughput with 1, 16 and 256 calls in flight (a tool that yields once);
 - 100 parallel calls of a tool that sleeps 0.1 s.
 
@@ -166,11 +167,12 @@ async def main(calls: int, repeat: int) -> None:
     print(f"  tool call, plain-function no-op node     {plain * us:7.2f} us  {plain / fut:4.2f}x"
           "  (goal <= 1.5x)")
     print(f"    same, with an event subscriber         {heard * us:7.2f} us  {heard / fut:4.2f}x"
-          "  (goal <= 2x)")
+          "  (goal <= 1.5x)")
     print(f"  tool call, async no-op node              {anoop * us:7.2f} us  {anoop / fut:4.2f}x"
-          "  (goal <= 2x)")
+          "  (goal <= 1.5x)")
     print("  agent turns (scripted LLM), per call:")
-    print(f"    1 call per LLM turn                    {seq * us:7.2f} us  {seq / fut:4.2f}x")
+    print(f"    1 call per LLM turn                    {seq * us:7.2f} us  {seq / fut:4.2f}x"
+          f"  ({seq / plain:4.2f}x a plain tool call; goal <= 2.5x)")
     print(f"    1 async call per LLM turn              {aseq * us:7.2f} us  {aseq / fut:4.2f}x")
     print(f"    {calls:>5} calls in one turn              {par * us:7.2f} us  {par / fut:4.2f}x")
     print(f"      same, with an event subscriber       {par_events * us:7.2f} us  "
