@@ -401,6 +401,57 @@ test('server: replies in order of completion, a cancelled call never answers, se
   });
 });
 
+// What test.signal's calls saw of their signal, by gate name.
+const seenAborted = new Map();
+sb.node('test.signal', {
+  name: 'Signal', category: 'Test',
+  params: { gate: sb.param('str', '', { scope: 'message' }) },
+  async onMessage(msg, info) {
+    const name = this.gate.get(msg);
+    if (name === 'plain') return; // never looks at its signal
+    await new Promise((resolve) => gates.set(name, resolve));
+    seenAborted.set(name, info.signal.aborted); // asked for after the wait (and a CANCEL)
+  },
+});
+
+test('server: a call\'s AbortSignal is made only if its node asks, aborted if asked after a CANCEL', BOUND, async () => {
+  const Real = globalThis.AbortController;
+  let made = 0;
+  globalThis.AbortController = class extends Real {
+    constructor() {
+      super();
+      made += 1;
+    }
+  };
+  try {
+    await withServer(async ({ server, client, md }) => {
+      await unary(client, 'Create', { instance: 's', type: 'test.signal', name: '', run: 'r',
+        params_json: json({ gate: { scope: 'message', path: 'gate' } }), outputs_json: json({}) }, md);
+      const stream = client.Channel(md);
+      const reader = frameReader(stream);
+      const call = (id, gate) => ({ kind: 'CALL', id, instance: 's', data: json({ msg: { n: id }, params: { gate } }) });
+      stream.write({ frames: [call(1, 'plain'), call(2, 'late'), call(3, 'kept')] });
+      let f = await reader.next();
+      assert.deepEqual([f.kind, f.id], ['RESULT', 1]);
+      assert.equal(made, 0); // before: one AbortController a call
+      await waitForGate('late');
+      await waitForGate('kept');
+      stream.write({ frames: [{ kind: 'CANCEL', id: 2 }] });
+      while (server.inFlight !== 1) await new Promise((resolve) => setImmediate(resolve));
+      gates.get('late')();
+      gates.get('kept')();
+      f = await reader.next();
+      assert.deepEqual([f.kind, f.id], ['RESULT', 3]);
+      assert.equal(seenAborted.get('late'), true);
+      assert.equal(seenAborted.get('kept'), false);
+      assert.equal(made, 2);
+      assert.equal((await reader.close()).code, grpc.status.OK);
+    });
+  } finally {
+    globalThis.AbortController = Real;
+  }
+});
+
 test('server: a bad frame costs that frame only', BOUND, async () => {
   await withServer(async ({ client, md }) => {
     await unary(client, 'Create', { instance: 's', type: 'text.slugify', name: '', run: 'r',
