@@ -23,7 +23,10 @@ piece interleaved with the bare ping-pong: the stream alone (a CALL frame
 out and its RESULT back: both processes, gRPC, the plugin's dispatch),
 ``RemoteNode.on_message`` (adds params, JSON both ways, the message updated
 in place), ``ToolBridge.call`` (adds the agent's checks, the request
-clone, the outcome).
+clone, the outcome). Next to the wall-clock medians it prints the CPU time
+per call of both processes (this one and the plugin, or the echo server for
+the bare ping-pong), which a busy machine distorts less than wall-clock
+time, at 1 and at 16 calls in flight.
 
     python benchmarks/plugin_roundtrip.py [--calls N] [--repeat R] [--pieces]
 
@@ -167,6 +170,19 @@ async def in_flight(fn, n: int, width: int) -> float:
     t0 = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(width)))
     return (time.perf_counter() - t0) / (per * width)
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_cpu(pid: int) -> float:
+    """Seconds of CPU another process has used (user + system), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / _TICK
 
 
 def p99(values: list[float]) -> float:
@@ -315,6 +331,23 @@ async def pieces(calls: int, repeat: int) -> None:
     steps = {"bare grpc.aio ping-pong": lambda: bare.ping(payload),
              "the stream: CALL out, RESULT back": stream,
              "RemoteNode.on_message": on_message, "ToolBridge.call": tool_call}
+    other = {key: process.proc.pid for key in steps}
+    other["bare grpc.aio ping-pong"] = bare.proc.pid
+    cpu: dict[tuple[str, int], list[float]] = {}  # (piece, in flight) -> [cpu s, calls]
+
+    async def measured(key: str, width: int, n: int) -> list[float]:
+        c0, o0 = time.process_time(), process_cpu(other[key])
+        if width == 1:
+            times = await per_call(steps[key], n)
+        elif key == "bare grpc.aio ping-pong":
+            times = [await bare.window(payload, n, width) / n]
+        else:
+            times = [await in_flight(steps[key], n, width)]
+        used = time.process_time() - c0 + process_cpu(other[key]) - o0
+        total = cpu.setdefault((key, width), [0.0, 0])
+        total[0] += used
+        total[1] += n
+        return times
     try:
         for _ in range(300):
             for fn in steps.values():
@@ -326,8 +359,10 @@ async def pieces(calls: int, repeat: int) -> None:
                 order = list(steps) if (i + r) % 2 == 0 else list(steps)[::-1]
                 for key in order:
                     before = turns[0]
-                    medians[key].append(statistics.median(await per_call(steps[key], 100)))
+                    medians[key].append(statistics.median(await measured(key, 1, 100)))
                     loop_turns[key] += turns[0] - before
+            for key in steps:  # 16 in flight, for the CPU per call only
+                await measured(key, 16, max(calls, 320))
         bare_medians = medians["bare grpc.aio ping-pong"]
         print(f"a Python plugin's no-op call by pieces: blocks of 100, {repeat} x {calls} calls, "
               "medians")
@@ -335,6 +370,15 @@ async def pieces(calls: int, repeat: int) -> None:
             ratio = statistics.median(v / b for v, b in zip(values, bare_medians, strict=True))
             print(f"  {key:36s} {statistics.median(values) * 1e6:7.1f} us   {ratio:4.2f}x bare   "
                   f"{loop_turns[key] / (100 * len(values)):4.2f} loop turns a call")
+        print("CPU time per call, this process + the other (the plugin; the echo server for the "
+              "bare one), all rounds:")
+        bare_key = "bare grpc.aio ping-pong"
+        for width in (1, 16):
+            b_used, b_n = cpu[(bare_key, width)]
+            for key in steps:
+                used, n = cpu[(key, width)]
+                print(f"  {width:2d} in flight  {key:36s} {used / n * 1e6:7.1f} us   "
+                      f"{used / n / (b_used / b_n):4.2f}x bare")
     finally:
         await bare.close()
         host.stop_all()
