@@ -10,8 +10,11 @@ the two (the bridge's per-tool ``_quick`` entry set to None)."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nodes.ai import Agent
 from nodes.core.inject_debug import DebugNode, Inject
@@ -251,3 +254,35 @@ def test_a_scripts_problems_name_their_turns():
         "turn 6: tool_calls must be a list",
         "turn 7, call 1: a call needs a name (and arguments)",
         "turn 8: a turn is an object with text and/or tool_calls (and usage, seconds)"]
+
+
+_scalars = (st.none() | st.booleans() | st.integers() | st.integers(min_value=-10**30,
+                                                                    max_value=10**30)
+            | st.floats() | st.text())
+_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
+                       | st.dictionaries(st.text(max_size=5) | st.integers(), inner, max_size=4),
+                       max_leaves=12)
+
+
+@given(st.dictionaries(st.text(max_size=8), _scalars, max_size=6) | _values)
+@settings(max_examples=400)
+def test_a_results_text_is_json_dumps_text(value):
+    """A tool result's text for the LLM (runtime.tools.calls.result_json,
+    its flat-object loop and the C encoder called directly) is exactly
+    json.dumps(value, ensure_ascii=False, default=str): NaN and infinities,
+    booleans, big numbers, keys that are not strings, escapes."""
+    from runtime.tools.calls import result_json
+
+    assert result_json(value) == json.dumps(value, ensure_ascii=False, default=str)
+
+
+def test_a_results_text_of_odd_values_is_json_dumps_text():
+    from runtime.tools.calls import result_json
+
+    class Odd:
+        def __str__(self) -> str:
+            return "odd"
+
+    for value in ({"status": "completed"}, {"a": float("nan")}, {"a": Odd()}, {"a": 2**70},
+                  {1: "x"}, {"a": {"b": [1, "é\n\"", None]}}, "text", 3, None, [True, 1.5]):
+        assert result_json(value) == json.dumps(value, ensure_ascii=False, default=str)
