@@ -703,6 +703,49 @@ def test_the_lookup_index_is_not_part_of_the_flows_value():
     assert copied.node("b") is None and flow.node("b") is flow.nodes[1]
 
 
+def test_validation_makes_each_check_of_params_nodes_and_wires():
+    # One flow with one of each problem the per-node and per-wire loops
+    # find, made in code (NaN and Infinity cannot come from a file): the
+    # checks that were made faster (scopes allowed per type, json params,
+    # templated params seen as None by check(), wires to unknown nodes,
+    # duplicates, reachability) must still all be made, in this order.
+    data = flow_data([
+        N("a", "core.inject", payload=float("nan")),
+        N("d", "core.delay", seconds=float("inf")),
+        {**N("b", "core.debug"), "outputs": {"nope": "x"}, "tool": {"name": "x"}},
+        N("c", "core.debug"),
+        N("e", "core.change", rules={"scope": "expression", "value": "{{ payload }}"}),
+        N("t", "core.template", template={"scope": "message", "path": "payload..x"}),
+        N("x", "core.debug"), N("y", "core.debug"),
+        # A template is no fixed value: the node's check() must not see it.
+        N("k", "core.python", code={"scope": "expression", "value": "x = {{ msg.payload }} +"}),
+        # A wire from a node of unknown type still feeds its target.
+        N("u", "no.such"), N("c2", "core.debug"),
+    ], ["a->b", "a->b", "a->ghost", "ghost2->c", "a->d", "d->e", "e->t", "x->y", "y->x",
+        "a->k", "u->c2"])
+    found = [(p.severity, p.node, p.field, p.message)
+             for p in validate_flow(Flow.model_validate(data), REGISTRY)]
+    assert found.pop(7)[:3] == ("error", "u", "type")  # its text names installed packages
+    assert found == [
+        ('error', 'a', 'params.payload.value', 'expected a finite number, got NaN'),
+        ('error', 'd', 'params.seconds.value', 'expected a finite number, got Infinity'),
+        ('error', 'b', 'outputs.nope', "unknown output 'nope' for core.debug"),
+        ('error', 'b', 'tool', 'core.debug declares no tool, so it cannot have a tool name'),
+        ('error', 'e', 'params.rules.value', "unknown name 'payload' (did you mean msg.payload?): a template reads msg, env, flow and global"),
+        ('error', 'e', 'params.rules', 'rules must be a list'),
+        ('error', 't', 'params.template.scope', "scope 'message' is not allowed (allowed: custom)"),
+        ('error', 'a', 'wires[1]', 'duplicate wire a.out -> b.in'),
+        ('error', None, 'wires[2].to', "wire to unknown node 'ghost'"),
+        ('error', None, 'wires[3].from', "wire from unknown node 'ghost2'"),
+        ('error', 'x', 'wires[7].from', "unknown output port 'out' on core.debug (has: none)"),
+        ('error', 'y', 'wires[8].from', "unknown output port 'out' on core.debug (has: none)"),
+        ('warning', 'c', 'in', 'input is not connected'),
+        ('warning', 'x', None, 'no source reaches this node'),
+        ('warning', 'y', None, 'no source reaches this node'),
+        ('warning', 'c2', None, 'no source reaches this node'),
+    ]
+
+
 def test_validation_does_not_look_nodes_up_one_by_one(monkeypatch):
     # A lookup per wire was what made validating 100,000 nodes take minutes.
     data = flow_data([N("a", "core.inject"), N("ag", "test.agent"), N("t", "test.lookup"),

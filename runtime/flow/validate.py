@@ -186,11 +186,14 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
     types: dict[str, _TypeFacts] = {}
     # Which of the agent checks below can find anything: bits of _TypeFacts.
     kinds = 0
+    starts: list[str] = []  # sources, and nodes with no input: where reachability starts
+    by_value, by_path, by_template = Scope.CUSTOM, Scope.MESSAGE, Scope.EXPRESSION
     for fnode in flow.nodes:
-        if fnode.id in seen:
-            err(f"duplicate node id '{fnode.id}'", fnode.id, "id")
+        node_id = fnode.id
+        if node_id in seen:
+            err(f"duplicate node id '{node_id}'", node_id, "id")
             continue
-        seen[fnode.id] = fnode
+        seen[node_id] = fnode
         facts = types.get(fnode.type)
         if facts is None:
             facts = types[fnode.type] = _TypeFacts(registry.spec(fnode.type), registry)
@@ -198,17 +201,25 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
         if spec is None:
             if fnode.type not in unknown:  # the hint looks at files: once per type
                 unknown[fnode.type] = unknown_type_message(fnode.type, file, registry)
-            err(unknown[fnode.type], fnode.id, "type")
+            err(unknown[fnode.type], node_id, "type")
             continue
-        specs[fnode.id] = spec
+        specs[node_id] = spec
         kinds |= facts.kinds
+        if facts.start:
+            starts.append(node_id)
+        templated = False  # a param set by a template: check() sees it as None
+        fparams = facts.params
         for pname, pval in fnode.params.items():
-            pspec = facts.params.get(pname)
-            if pspec is None:
-                err(f"unknown param '{pname}' for {spec.type}", fnode.id, f"params.{pname}")
+            scope = pval.scope
+            if scope is by_template:
+                templated = True
+            found = fparams.get(pname)
+            if found is None:
+                err(f"unknown param '{pname}' for {spec.type}", node_id, f"params.{pname}")
                 continue
-            field = f"params.{pname}"
-            if not pspec.allows(pval.scope):
+            pspec, allowed, untyped = found
+            if scope not in allowed:  # pspec.allows(scope), worked out once per type
+                field = f"params.{pname}"
                 if pval.scope is Scope.EXPRESSION:
                     err("scope 'expression' is not allowed: " + (
                         "a secret names where it is kept and is never computed" if pspec.secret
@@ -222,62 +233,83 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                     err(f"scope '{pval.scope.value}' is not allowed (allowed: "
                         f"{', '.join(s.value for s in pspec.allowed_scopes)})", fnode.id, field + ".scope")
                 continue
-            if pval.scope is Scope.CUSTOM:
-                why = check_param_value(pspec, pval.value)
-                if why:
-                    err(why, fnode.id, field + ".value")
-            elif pval.scope is Scope.MESSAGE:
+            if scope is by_value:
+                value = pval.value
+                # A json param takes any value: of check_param_value's tests
+                # only the one for a number that is not finite applies.
+                if not untyped or (type(value) is float and value - value != 0):
+                    why = check_param_value(pspec, value)
+                    if why:
+                        err(why, node_id, f"params.{pname}.value")
+            elif scope is by_path:
                 try:
                     parse_path(pval.path or "")
                 except (PathError, ValueError) as exc:  # ValueError: int() of 5,000 digits
-                    err(f"message path: {exc}", fnode.id, field + ".path")
-            elif pval.scope is Scope.EXPRESSION:
+                    err(f"message path: {exc}", node_id, f"params.{pname}.path")
+            elif scope is by_template:
                 from ..expressions import problem as expression_problem
 
                 why = expression_problem(pspec, pval.value)
                 if why:
-                    err(why, fnode.id, field + ".value")
-        for out_name in fnode.outputs:
-            if spec.output(out_name) is None:
-                err(f"unknown output '{out_name}' for {spec.type}", fnode.id, f"outputs.{out_name}")
-        if fnode.tool and spec.tool is None:
-            err(f"{spec.type} declares no tool, so it cannot have a tool name", fnode.id, "tool")
-        elif fnode.tool and fnode.tool.name is not None:
-            why = tool_name_problem(fnode.tool.name)
-            if why:
-                err(why, fnode.id, "tool.name")
+                    err(why, node_id, f"params.{pname}.value")
+        if fnode.outputs:
+            for out_name in fnode.outputs:
+                if spec.output(out_name) is None:
+                    err(f"unknown output '{out_name}' for {spec.type}", node_id,
+                        f"outputs.{out_name}")
+        tool = fnode.tool
+        if tool is not None:
+            if spec.tool is None:
+                err(f"{spec.type} declares no tool, so it cannot have a tool name", node_id, "tool")
+            elif tool.name is not None:
+                why = tool_name_problem(tool.name)
+                if why:
+                    err(why, node_id, "tool.name")
         if fnode.pin is not None:
             pin_bytes = _check_pin(fnode, spec, registry, pin_bytes, err)
         check = facts.check
         if check is not None:
             try:
-                for field, message in check(_fixed_values(fnode.params)):
+                for field, why in check(_fixed_values(fnode.params) if templated
+                                        else fnode.params):
                     if field and not spec.param_visible(field, fnode.params):
                         continue  # a param the designer's choice makes meaningless
-                    err(message, fnode.id, f"params.{field}" if field else None)
+                    err(why, node_id, f"params.{field}" if field else None)
             except Exception as exc:  # a node's own check must not hide the others
                 err(f"cannot check params: {exc}", fnode.id, "params")
 
     tools_by_agent: dict[str, dict[str, str]] = {}
     wire_keys: set[tuple] = set()
     ports: dict[str, _Ports] = {}  # by node type: what each wire is checked against
+    # For the graph analysis below: every wire between two nodes of the flow
+    # counts, whatever its ports (duplicates and wires refused here too).
+    successors: dict[str, list[str]] = {}
+    wired_in: set[str] = set()
     for i, wire in enumerate(flow.wires):
         (src, sport), (dst, dport) = wire.source, wire.target
+        sspec, dspec = specs.get(src), specs.get(dst)
+        known = sspec is not None and dspec is not None  # then both are in seen
+        if known or (src in seen and dst in seen):
+            nexts = successors.get(src)
+            if nexts is None:
+                successors[src] = [dst]
+            else:
+                nexts.append(dst)
+            wired_in.add(dst)
         key = (src, sport, dst, dport)
         if key in wire_keys:
             err(f"duplicate wire {src}.{sport} -> {dst}.{dport}", src, f"wires[{i}]")
             continue
         wire_keys.add(key)
-        sspec, dspec = specs.get(src), specs.get(dst)
-        if src not in seen:
-            err(f"wire from unknown node '{src}'", None, f"wires[{i}].from")
-        if dst not in seen:
-            err(f"wire to unknown node '{dst}'", None, f"wires[{i}].to")
-        if sspec is None or dspec is None:
+        if not known:
+            if src not in seen:
+                err(f"wire from unknown node '{src}'", None, f"wires[{i}].from")
+            if dst not in seen:
+                err(f"wire to unknown node '{dst}'", None, f"wires[{i}].to")
             continue
         sports = ports.get(sspec.type) or ports.setdefault(sspec.type, _Ports(sspec, registry))
         dports = ports.get(dspec.type) or ports.setdefault(dspec.type, _Ports(dspec, registry))
-        out_names = sports.outputs(seen[src])
+        out_names = sports.static if sports.static is not None else sports.outputs(seen[src])
         if sport not in out_names:
             err(f"unknown output port '{sport}' on {sspec.type} (has: {', '.join(out_names) or 'none'})",
                 src, f"wires[{i}].from")
@@ -314,19 +346,12 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                 + "; a child agent must not reach its parent", ring[0], "wires")
     hook_starts = _check_flow_hooks(flow, seen, specs, err) if flow.settings.hooks else set()
 
-    # Graph analysis: warnings only, cycles are allowed. Every wire between
-    # two nodes of the flow counts, whatever its ports.
-    successors: dict[str, list[str]] = {}
-    wired_in: set[str] = set()
-    for wire in flow.wires:
-        src, dst = wire.source[0], wire.target[0]
-        if src in seen and dst in seen:
-            successors.setdefault(src, []).append(dst)
-            wired_in.add(dst)
+    # Graph analysis (successors and wired_in are built above): warnings
+    # only, cycles are allowed.
     # A flow-level hook's first node is fed by the agents, as if wired.
     wired_in |= hook_starts
     # One search from all sources at once: each node and wire is seen once.
-    reachable = {n for n, spec in specs.items() if spec.source or not spec.inputs}
+    reachable = set(starts)
     reachable |= hook_starts
     todo = deque(reachable)
     while todo:
@@ -335,13 +360,15 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                 reachable.add(nxt)
                 todo.append(nxt)
     for fnode in flow.nodes:
-        spec = specs.get(fnode.id)
+        node_id = fnode.id
+        spec = specs.get(node_id)
         if spec is None or spec.type == "core.catch":
             continue
-        if spec.inputs and fnode.id not in wired_in:
-            warn("input is not connected", fnode.id, "in")
-        elif fnode.id not in reachable and fnode.id in wired_in:
-            warn("no source reaches this node", fnode.id)
+        if node_id not in wired_in:
+            if spec.inputs:
+                warn("input is not connected", node_id, "in")
+        elif node_id not in reachable:
+            warn("no source reaches this node", node_id)
     if kinds & _HOOKS or flow.settings.hooks:
         for node_id, field, message in _blocking_hook_problems(flow, seen, specs, successors):
             warn(message, node_id, field)
@@ -353,11 +380,16 @@ class _TypeFacts:
     spec, its params by name, its own check() (None when it has none), and
     which of the agent checks (empty prompts, tools rings, hooks) concern it."""
 
-    __slots__ = ("spec", "params", "check", "kinds")
+    __slots__ = ("spec", "params", "check", "kinds", "start")
 
     def __init__(self, spec: NodeSpec | None, registry: Registry) -> None:
         self.spec = spec
-        self.params = {p.name: p for p in spec.params} if spec is not None else {}
+        #: name -> (its spec, the scopes it allows, whether it takes any value)
+        self.params: dict[str, tuple[ParamSpec, frozenset[Scope], bool]] = {
+            p.name: (p, frozenset(s for s in Scope if p.allows(s)), p.type is ParamType.JSON)
+            for p in (spec.params if spec is not None else ())}
+        #: Where the search for nodes no source reaches starts.
+        self.start = spec is not None and (spec.source or not spec.inputs)
         cls = registry.get(spec.type) if spec is not None else None
         own = getattr(cls, "check", None)
         self.check = None if own is None or getattr(own, "__func__", None) is _NO_CHECK else own
