@@ -449,6 +449,33 @@ async def test_a_call_on_a_live_stream_does_not_ask_for_the_running_loop(ptest, 
     await node.close()
 
 
+async def test_a_loop_that_does_not_say_its_thread_keeps_its_stream(ptest, monkeypatch):
+    """qasync's loop (the designer's) runs without run_forever, so it never
+    records its thread: its calls still find their stream at once, by the
+    running loop, instead of going through connection() each time."""
+    node = ptest.classes["ptest.upper"]("u", params={"suffix": ParamValue(scope=Scope.CUSTOM,
+                                                                          value="!")})
+    await node.start()
+    conn = ptest.process.conn
+    loop = asyncio.get_running_loop()
+    monkeypatch.setattr(loop, "_thread_id", None)
+    looked_up = []
+    real = ptest.process.connection
+
+    async def connection():
+        looked_up.append(1)
+        return await real()
+
+    monkeypatch.setattr(ptest.process, "connection", connection)
+    for text in ("a", "b"):
+        msg = Message({"payload": text})
+        await node.on_message(msg)
+        assert msg["payload"] == text.upper() + "!"
+    assert looked_up == [] and ptest.process.conn is conn
+    monkeypatch.undo()
+    await node.close()
+
+
 def test_a_second_loop_in_the_same_thread_gets_its_own_stream(ptest):
     """The first loop is still open (not run, not closed) while a second
     runs in the same thread: a call there must not use the first loop's

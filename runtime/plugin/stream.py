@@ -51,7 +51,6 @@ K = pb.Frame
 #: Frame kinds looked up once (an attribute of the message class is a
 #: descriptor search each time).
 _RESULT, _ERROR = K.RESULT, K.ERROR
-_NO_THREAD = object()
 #: The colors and states a node.status event may hold (runtime.events.NodeStatus).
 STATUS_COLORS = frozenset(get_args(get_type_hints(NodeStatus)["color"]))
 STATUS_STATES = frozenset(get_args(get_type_hints(NodeStatus)["state"]))
@@ -178,17 +177,19 @@ class _Connection:
 
     def usable(self) -> bool:
         """Alive, and its loop is the one running the caller. A loop that
-        says which thread runs it (asyncio's own loops) is checked by thread:
-        ``asyncio.get_running_loop()`` costs a getpid() system call in Python
-        3.11, on every call to a plugin."""
+        says which thread runs it (asyncio's own loops, in run_forever) is
+        checked by thread: ``asyncio.get_running_loop()`` costs a getpid()
+        system call in Python 3.11, on every call to a plugin. Any other
+        (a loop that does not say, or qasync's, running without
+        run_forever) is compared with the running loop."""
         if not self.alive:
             return False
-        thread = getattr(self.loop, "_thread_id", _NO_THREAD)
-        if thread is _NO_THREAD:
-            return self.loop is asyncio.get_running_loop()
-        # Only one loop runs in a thread at a time, and a loop records its
-        # thread while it runs (None otherwise).
-        return thread == threading.get_ident()
+        # Only one loop runs in a thread at a time, and run_forever records
+        # its thread while it runs.
+        thread = getattr(self.loop, "_thread_id", None)
+        if thread is not None:
+            return thread == threading.get_ident()
+        return self.loop is asyncio.get_running_loop()
 
     async def _keep(self) -> None:
         """Lives as long as the stream. When the loop ends first (its tasks
