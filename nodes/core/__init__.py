@@ -1,4 +1,4 @@
 """Core nodes, Node-RED-like: inject, debug, change, switch, template, delay, catch,
 python, join, rate limit, loop, variables."""
 
-from . import code, flow_control, inject_debug, sequence, transform, variables  # noqa: F401
+from . import code, flow_control, inject_debug, placeholder, sequence, transform, variables  # noqa: F401

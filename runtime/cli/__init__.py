@@ -33,6 +33,7 @@ from .base import (
     raw_text,
 )
 from .guard import HARD_STOP_GRACE
+from .importing import _add_import_parser, _import
 from .mcp import MCP_EPILOG, _add_mcp_parser, _mcp
 from .run import RUN_EPILOG, TRACE_PREVIEW_CHARS, _add_run_options, _queue, _run, _runs, debug_line
 
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("flow")
 
     _add_mcp_parser(sub)
+    _add_import_parser(sub)
     from runtime.runs import add_parser as add_runs_parser
 
     add_runs_parser(sub, _Parser, _add_run_options)
@@ -128,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         handler = {"run": _run, "validate": _validate, "nodes": _nodes, "tools": _tools,
                    "package": _package, "credentials": _credentials, "mcp": _mcp,
                    "runs": _runs, "worker": _queue, "submit": _queue, "serve": _queue,
-                   "queue": _queue}[args.command]
+                   "queue": _queue, "import": _import}[args.command]
         return handler(args)
     except UsageError as exc:
         print(f"switchboard: {exc}", file=sys.stderr)

@@ -1,0 +1,650 @@
+"""Node-RED node -> Switchboard node, one function per Node-RED type.
+
+Each mapper gets the Node-RED entry and a context (the env values in scope:
+a subflow instance's, its subflow's defaults, a tab's) and returns a
+``Mapped``: the Switchboard type and params, the status (``mapped``;
+``review``: imported, but a person should look, the notes say at what;
+``placeholder``: no equivalent, a core.placeholder that blocks the run) and
+the port each Node-RED output index becomes."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+MAPPED, REVIEW, PLACEHOLDER = "mapped", "review", "placeholder"
+_RANK = {MAPPED: 0, REVIEW: 1, PLACEHOLDER: 2}
+#: Longest text of the original node a placeholder keeps per string.
+ORIGINAL_TEXT_CHARS = 2000
+#: Most characters of a placeholder's whole original settings (as JSON).
+ORIGINAL_JSON_CHARS = 20_000
+
+
+def worse(a: str, b: str) -> str:
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+@dataclass
+class Mapped:
+    type: str
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    status: str = MAPPED
+    notes: list[str] = field(default_factory=list)
+    #: Switchboard port per Node-RED output index; an index past it is noted.
+    ports: list[str] = field(default_factory=lambda: ["out"])
+    env_readable: list[str] = field(default_factory=list)
+
+    def review(self, why: str) -> None:
+        self.status = worse(self.status, REVIEW)
+        self.notes.append(f"REVIEW: {why}")
+
+
+class Env:
+    """The env values a node reads (``env`` typed properties, ``${NAME}``,
+    ``{{env.NAME}}``): of its subflow instance, then its subflow's
+    defaults, then its parent's, then its tab's. Node-RED falls back to the
+    process's variables: those are not read here (they are of this machine,
+    not of the flow, and may be secrets), so such a read is marked review."""
+
+    def __init__(self, values: dict[str, tuple[str, Any]] | None = None,
+                 parent: Env | None = None, where: str = "") -> None:
+        self.values = values or {}
+        self.parent = parent
+        self.where = where
+
+    def lookup(self, name: str) -> tuple[bool, Any, str]:
+        """(found, value, why-not)."""
+        env: Env | None = self
+        seen = 0
+        while env is not None and seen < 64:
+            if name in env.values:
+                kind, value = env.values[name]
+                if kind == "cred":
+                    return False, None, f"env '{name}' is a credential (not exported by Node-RED)"
+                if kind == "env":  # another variable's value, looked up above this level
+                    parent = env.parent
+                    if parent is None:
+                        return False, None, f"env '{name}' reads the process variable '{value}'"
+                    return parent.lookup(str(value))
+                ok, v, why = typed(value, kind, None)
+                return ok, v, why
+            env, seen = env.parent, seen + 1
+        return False, None, f"env '{name}' is not set in the flow (Node-RED would read the process's)"
+
+
+def typed(value: Any, kind: str | None, env: Env | None) -> tuple[bool, Any, str]:
+    """A Node-RED typed value (``v``/``vt``, ``to``/``tot``) as a literal:
+    (ok, value, why-not)."""
+    kind = kind or "str"
+    try:
+        if kind == "str":
+            return True, "" if value is None else str(value), ""
+        if kind == "num":
+            f = float(value)
+            return True, int(f) if f.is_integer() and "." not in str(value) else f, ""
+        if kind == "bool":
+            return True, value is True or str(value).lower() == "true", ""
+        if kind == "json":
+            return True, json.loads(value) if isinstance(value, str) else value, ""
+    except (TypeError, ValueError) as exc:
+        return False, value, f"{kind} value {str(value)[:60]!r} does not read: {exc}"
+    if kind == "env" and env is not None:
+        return env.lookup(str(value))
+    if kind == "re":
+        return True, str(value), ""
+    return False, value, f"a value of type '{kind}' ({str(value)[:80]!r}) has no fixed equivalent"
+
+
+def c(value: Any) -> dict[str, Any]:
+    return {"scope": "custom", "value": value}
+
+
+def m(path: str) -> dict[str, Any]:
+    return {"scope": "message", "path": path}
+
+
+def x(text: str) -> dict[str, Any]:
+    return {"scope": "expression", "value": text}
+
+
+_DOLLAR = re.compile(r"^\$\{(\w+)\}$")
+
+
+def dollar_env(value: Any, env: Env, out: Mapped, what: str) -> Any:
+    """Node-RED replaces a property that is exactly ``${NAME}`` with env NAME."""
+    if isinstance(value, str):
+        hit = _DOLLAR.match(value.strip())
+        if hit:
+            ok, v, why = env.lookup(hit.group(1))
+            if ok:
+                return v
+            out.review(f"{what}: {why}")
+    return value
+
+
+# -- the mappers ------------------------------------------------------------------------
+
+def _inject(n: dict, env: Env) -> Mapped:
+    out = Mapped("core.inject")
+    props = n.get("props")
+    if not isinstance(props, list):
+        props = [{"p": "payload"}, {"p": "topic", "vt": "str"}]
+    for prop in props:
+        if not isinstance(prop, dict):
+            continue
+        p = prop.get("p")
+        if p == "payload":
+            v = prop.get("v", n.get("payload", ""))
+            vt = prop.get("vt", n.get("payloadType", "str"))
+            _inject_payload(out, v, vt, env)
+        elif p == "topic":
+            topic = prop.get("v", n.get("topic", ""))
+            if prop.get("vt", "str") != "str":
+                out.review(f"topic of type {prop.get('vt')} kept as text")
+            out.params["topic"] = c(str(dollar_env(topic or "", env, out, "topic")))
+        else:
+            out.review(f"msg.{p} ({prop.get('vt')} {str(prop.get('v'))[:60]!r}) is not set by "
+                       "Switchboard's inject: add a Change node after it")
+    repeat = str(n.get("repeat") or "").strip()
+    if repeat:
+        try:
+            out.params["repeat_seconds"] = c(float(repeat))
+            out.params["count"] = c(0)
+        except ValueError:
+            out.review(f"repeat {repeat!r} is not a number")
+    if n.get("crontab"):
+        out.review(f"cron {n['crontab']!r}: use a Schedule trigger (trigger.schedule)")
+    return out
+
+
+def _inject_payload(out: Mapped, v: Any, vt: str, env: Env) -> None:
+    kinds = {"str": "string", "num": "number", "bool": "boolean", "json": "JSON",
+             "date": "timestamp"}
+    if vt == "env":
+        ok, value, _why = env.lookup(str(v))
+        if ok:
+            kind = {bool: "boolean", int: "number", float: "number", str: "string"}.get(
+                type(value), "JSON")
+            text = value if kind == "string" else json.dumps(value)
+            out.params["payload_type"], out.params["payload"] = c(kind), c(text)
+            return
+        out.params["payload_type"], out.params["payload"] = c("env variable"), c(str(v))
+        return
+    if vt in kinds:
+        out.params["payload_type"] = c(kinds[vt])
+        if vt != "date":
+            text = v if isinstance(v, str) else json.dumps(v)
+            out.params["payload"] = c(str(dollar_env(text, env, out, "payload")))
+        return
+    out.params["payload_type"], out.params["payload"] = c("string"), c(str(v))
+    out.review(f"payload of type '{vt}' ({str(v)[:60]!r}) kept as text")
+
+
+def _debug(n: dict, env: Env) -> Mapped:
+    out = Mapped("core.debug", ports=[])
+    complete = str(n.get("complete", "payload"))
+    if n.get("targetType") == "jsonata":
+        out.review(f"shows the JSONata expression {complete[:80]!r}: shows payload instead")
+        complete = "payload"
+    path = "msg" if complete == "true" else ("payload" if complete in ("false", "") else complete)
+    out.params["path"] = c(path)
+    return out
+
+
+def _change(n: dict, env: Env) -> Mapped:
+    out = Mapped("core.change")
+    rules = []
+    for i, r in enumerate(n.get("rules") or []):
+        if not isinstance(r, dict):
+            continue
+        t, p, where = r.get("t"), str(r.get("p", "")), f"rule {i + 1}"
+        if r.get("pt", "msg") != "msg":
+            out.review(f"{where}: sets {r.get('pt')}.{p}: use a Set Variable node")
+            continue
+        if t == "delete":
+            rules.append({"action": "delete", "path": p})
+        elif t == "move":
+            if r.get("tot", "msg") != "msg":
+                out.review(f"{where}: moves to {r.get('tot')}.{r.get('to')}: not mapped")
+                continue
+            rules.append({"action": "move", "from": p, "path": str(r.get("to", ""))})
+        elif t == "set":
+            tot = r.get("tot", "str")
+            if tot == "msg":
+                rules.append({"action": "copy", "from": str(r.get("to", "")), "path": p})
+                continue
+            ok, value, why = typed(dollar_env(r.get("to"), env, out, where), tot, env)
+            if not ok:
+                out.review(f"{where}: sets msg.{p}: {why}; set to its text")
+            rules.append({"action": "set", "path": p, "value": value})
+        else:
+            out.review(f"{where}: '{t}' (search and replace) in msg.{p} of "
+                       f"{str(r.get('from'))[:60]!r} by {str(r.get('to'))[:60]!r} is not mapped")
+    out.params["rules"] = c(rules)
+    return out
+
+
+_SWITCH_OPS = {"eq": "eq", "neq": "neq", "lt": "lt", "lte": "lte", "gt": "gt", "gte": "gte",
+               "cont": "contains", "regex": "regex", "true": "true", "false": "false",
+               "null": "null", "else": "else"}
+_NEVER = {"op": "regex", "value": "(?!)"}
+
+
+def _switch(n: dict, env: Env) -> Mapped:
+    out = Mapped("core.switch")
+    if n.get("propertyType", "msg") != "msg":
+        out.review(f"tests {n.get('propertyType')} {n.get('property')!r}: tests msg.payload")
+        out.params["path"] = c("payload")
+    else:
+        out.params["path"] = c(str(n.get("property") or "payload"))
+    rules = []
+    for i, r in enumerate(n.get("rules") or []):
+        if not isinstance(r, dict):
+            rules.append(_NEVER)
+            continue
+        op = _SWITCH_OPS.get(r.get("t"))
+        if op is None:
+            out.review(f"rule {i + 1}: '{r.get('t')}' is not mapped; the rule never matches")
+            rules.append(_NEVER)
+            continue
+        rule: dict[str, Any] = {"op": op}
+        if op not in ("true", "false", "null", "else"):
+            ok, value, why = typed(r.get("v"), r.get("vt", "str"), env)
+            if not ok:
+                out.review(f"rule {i + 1}: {why}; compared with its text")
+            if op == "regex":
+                value = ("(?i)" if r.get("case") else "") + str(value)
+            elif op in ("lt", "lte", "gt", "gte") and r.get("vt") == "str":
+                try:
+                    value = float(value)
+                    value = int(value) if value.is_integer() else value
+                except (TypeError, ValueError):
+                    pass
+            rule["value"] = value
+        rules.append(rule)
+    out.params["rules"] = c(rules or [{"op": "else"}])
+    out.params["mode"] = c("all" if str(n.get("checkall", "true")) == "true" else "first")
+    out.ports = [f"out{i}" for i in range(max(len(rules), 1))]
+    return out
+
+
+_MUSTACHE = re.compile(r"\{\{\{\s*([^}]*?)\s*\}\}\}|\{\{\s*([&#^/!>=]?)\s*([^}]*?)\s*\}\}")
+_NAME = re.compile(r"^[A-Za-z_$][\w$]*(\.[\w$]+)*$")
+
+
+def mustache_to_jinja(text: str, env: Env, out: Mapped) -> str:
+    """Mustache variables to Jinja2; literal text that Jinja2 would read is
+    kept raw. Sections, partials and comments are not mapped: the whole
+    template is kept as text and marked review."""
+    parts, pos = [], 0
+    for hit in _MUSTACHE.finditer(text):
+        parts.append(_literal(text[pos:hit.start()]))
+        pos = hit.end()
+        triple, sigil, name = hit.group(1), hit.group(2), hit.group(3)
+        escape = triple is None and sigil != "&"
+        name = (triple if triple is not None else name).strip()
+        if (triple is None and sigil not in ("", "&")) or not _NAME.match(name or "-"):
+            out.review(f"mustache tag {hit.group(0)[:60]!r} (sections, partials, comments) is "
+                       "not mapped: the template is kept as plain text")
+            return _literal(text)
+        root = name.split(".")[0]
+        if root == "env":
+            ok, value, why = env.lookup(name.split(".", 1)[1] if "." in name else "")
+            if ok:
+                parts.append(_literal(_escape_html(str(value)) if escape else str(value)))
+                continue
+            if name.count(".") == 1:
+                out.env_readable.append(name.split(".")[1])
+            else:
+                out.review(why)
+        elif root in ("flow", "global"):
+            out.review(f"{{{{{name}}}}} reads a {root} variable: check that the run sets it")
+        parts.append("{{ " + name + (" | e" if escape else "") + " }}")
+    parts.append(_literal(text[pos:]))
+    return "".join(parts)
+
+
+def _literal(text: str) -> str:
+    if any(s in text for s in ("{{", "{%", "{#", "}}", "%}", "#}")):
+        return "{% raw %}" + text + "{% endraw %}"
+    return text
+
+
+def _escape_html(s: str) -> str:
+    return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&#39;").replace("`", "&#x60;")
+            .replace("=", "&#x3D;").replace("/", "&#x2F;"))
+
+
+def _template(n: dict, env: Env) -> Mapped:
+    out = Mapped("core.template")
+    text = str(n.get("template") or "")
+    if n.get("syntax", "mustache") == "mustache":
+        out.params["template"] = c(mustache_to_jinja(text, env, out))
+    else:
+        out.params["template"] = c(_literal(text))
+    if n.get("fieldType", "msg") != "msg":
+        out.review(f"writes to {n.get('fieldType')}.{n.get('field')}: writes msg.payload")
+    else:
+        out.params["to"] = c(str(n.get("field") or "payload"))
+    if n.get("output", "str") != "str":
+        out.review(f"output '{n.get('output')}' is parsed by Node-RED; Switchboard writes text")
+    return out
+
+
+def _split(n: dict, env: Env) -> Mapped:
+    out = Mapped("core.split")
+    out.params["path"] = c(str(n.get("property") or "payload"))
+    if str(n.get("arraySplt", 1)) != "1" or n.get("arraySpltType", "len") != "len":
+        out.review(f"splits arrays in chunks of {n.get('arraySplt')}: splits per element")
+    return out
+
+
+def _join(n: dict, env: Env) -> Mapped:
+    out = Mapped("core.join")
+    mode = n.get("mode", "auto")
+    prop = str(n.get("property") or "payload") if n.get("propertyType", "msg") == "msg" \
+        else "payload"
+    if mode == "custom":
+        count = str(n.get("count") or "").strip()
+        build = n.get("build", "array")
+        if build == "array" and count.isdigit() and int(count) > 0:
+            out.params["mode"], out.params["count"] = c("count"), c(int(count))
+        else:
+            out.params["mode"] = c("auto")
+            out.review(f"custom join (build {build!r}, count {count!r}): joins the parts of a "
+                       "split instead")
+        out.params["path"] = c(prop)
+    elif mode == "reduce":
+        out.params["mode"] = c("auto")
+        out.review(f"reduce mode ({str(n.get('reduceExp'))[:60]!r}) is not mapped: collects the "
+                   "parts into a list")
+    else:
+        out.params["mode"] = c("auto")
+    timeout = str(n.get("timeout") or "").strip()
+    if timeout:
+        try:
+            out.params["timeout_seconds"] = c(float(timeout))
+        except ValueError:
+            out.review(f"timeout {timeout!r} is not a number")
+    return out
+
+
+_UNITS = {"millisecond": 0.001, "second": 1, "minute": 60, "hour": 3600, "day": 86400}
+
+
+def _seconds(value: Any, unit: Any) -> float:
+    u = str(unit or "seconds").rstrip("s").lower()
+    return float(value or 0) * _UNITS.get(u, 1)
+
+
+def _delay(n: dict, env: Env) -> Mapped:
+    kind = n.get("pauseType", "delay")
+    if kind in ("rate", "queue", "timed"):
+        out = Mapped("core.rate_limit")
+        try:
+            rate = max(int(float(n.get("rate") or 1)), 1)
+            per = _seconds(n.get("nbRateUnits") or 1, n.get("rateUnits"))
+        except (TypeError, ValueError):
+            rate, per = 1, 1.0
+            out.review("rate does not read; 1 a second")
+        out.params.update(count=c(rate), interval_seconds=c(per),
+                          mode=c("drop" if n.get("drop") else "queue"))
+        if kind != "rate":
+            out.review(f"'{kind}' mode (per topic) is not mapped: limits all messages together")
+        return out
+    out = Mapped("core.delay")
+    try:
+        if kind == "random":
+            low = _seconds(n.get("randomFirst"), n.get("randomUnits"))
+            high = _seconds(n.get("randomLast"), n.get("randomUnits"))
+            out.params["seconds"] = c((low + high) / 2)
+            out.review(f"random delay {low}-{high} s: waits the middle")
+        else:
+            out.params["seconds"] = c(_seconds(n.get("timeout", 5), n.get("timeoutUnits")))
+            if kind == "delayv":
+                out.params["seconds"] = x("{{ (msg.delay or 0) / 1000 }}")
+    except (TypeError, ValueError):
+        out.review(f"delay {n.get('timeout')!r} does not read: 1 second")
+        out.params["seconds"] = c(1.0)
+    return out
+
+
+def _catch(n: dict, env: Env) -> Mapped:
+    out = Mapped("core.catch")
+    scope = n.get("scope")
+    out.params["nodes"] = c([str(s) for s in scope] if isinstance(scope, list) else [])
+    if n.get("uncaught"):
+        out.review("'uncaught only' is not mapped: catches every error of the nodes")
+    return out
+
+
+def _http_in(n: dict, env: Env) -> Mapped:
+    out = Mapped("trigger.webhook")
+    url = str(n.get("url") or "/")
+    out.params["path"] = c(url if url.startswith("/") else "/" + url)
+    method = str(n.get("method") or "get").upper()
+    out.params["method"] = c(method if method in ("POST", "GET", "PUT", "PATCH", "DELETE")
+                             else "ANY")
+    if ":" in url:
+        out.review(f"route parameters in {url!r} are not mapped")
+    if n.get("upload"):
+        out.review("file uploads are not mapped")
+    return out
+
+
+def _http_response(n: dict, env: Env) -> Mapped:
+    out = Mapped("http.response", ports=[])
+    status = str(n.get("statusCode") or "").strip()
+    if status:
+        if status.isdigit():
+            out.params["status"] = c(int(status))
+        else:
+            out.review(f"status {status!r} is not a number")
+    headers = n.get("headers")
+    if isinstance(headers, dict) and headers:
+        out.params["headers"] = c({str(k): str(v) for k, v in headers.items()})
+    return out
+
+
+def _http_request(n: dict, env: Env) -> Mapped:
+    out = Mapped("http.request")
+    method = str(n.get("method") or "GET").upper()
+    if method == "USE":
+        out.params["method"] = m("method")
+    elif method in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"):
+        out.params["method"] = c(method)
+    else:
+        out.review(f"method {method!r} is not mapped: GET")
+    url = str(dollar_env(n.get("url") or "", env, out, "url"))
+    if not url:
+        out.params["url"] = m("url")
+    elif "{{" in url:
+        out.params["url"] = x(mustache_to_jinja(url, env, out).replace("{{ ", "{{ msg.")
+                              .replace(" | e }}", " }}"))
+    else:
+        out.params["url"] = c(url)
+    out.params["response_as"] = c({"txt": "text", "obj": "json"}.get(n.get("ret", "txt"), "auto"))
+    if n.get("ret") == "bin":
+        out.review("a binary response (Buffer) is read as auto (text or JSON)")
+    if n.get("senderr"):
+        out.params["fail_on_error_status"] = c(True)
+    if n.get("paytoqs") not in (None, False, "ignore"):
+        out.review("payload as query parameters is not mapped")
+    if n.get("authType") or n.get("tls") or n.get("proxy"):
+        out.review("authentication, TLS or proxy settings (config nodes, credentials) are "
+                   "not imported: set auth/username/password or verify_tls")
+    return out
+
+
+def _filename(n: dict, out: Mapped, env: Env) -> dict[str, Any]:
+    name = n.get("filename")
+    kind = n.get("filenameType", "str")
+    if kind == "msg" or not name:
+        return m(str(name or "filename"))
+    if kind == "env":
+        ok, value, why = env.lookup(str(name))
+        if ok:
+            return c(str(value))
+        out.review(f"file name: {why}")
+    return c(str(dollar_env(name, env, out, "file name")))
+
+
+def _file_in(n: dict, env: Env) -> Mapped:
+    out = Mapped("files.read")
+    out.params["path"] = _filename(n, out, env)
+    fmt = n.get("format", "utf8")
+    if fmt == "utf8":
+        out.params["format"] = c("text")
+    else:
+        out.params["format"] = c("base64" if fmt == "" else "text")
+        out.review(f"format {fmt or 'buffer'!r}: read as "
+                   f"{'base64 text' if fmt == '' else 'one text'}")
+    return out
+
+
+def _file_out(n: dict, env: Env) -> Mapped:
+    if n.get("overwriteFile") == "delete":
+        out = Mapped("files.delete")
+        out.params["path"] = _filename(n, out, env)
+        return out
+    out = Mapped("files.write")
+    out.params["path"] = _filename(n, out, env)
+    out.params["content"] = m("payload")
+    out.params["mode"] = c("overwrite" if str(n.get("overwriteFile")) == "true" else "append")
+    out.params["create_folders"] = c(bool(n.get("createDir")))
+    if n.get("appendNewline", True):
+        out.review("Node-RED adds a newline after each payload; Switchboard writes it as is")
+    return out
+
+
+_CSV_CODE = '''# Node-RED csv node, as Python: text -> one message per row (or a list),
+# an object or list of objects -> CSV text.
+import csv
+import io
+
+sep, header = {sep!r}, {header!r}
+columns = {columns!r}
+value = msg.get("payload")
+if isinstance(value, str):
+    rows = list(csv.reader(io.StringIO(value), delimiter=sep))
+    names = rows.pop(0) if header and rows else (columns or [f"col{{i + 1}}" for i in range(max(map(len, rows), default=0))])
+    def num(v):
+        try:
+            return int(v) if v.lstrip("-").isdigit() else float(v)
+        except ValueError:
+            return v
+    records = [{{k: num(v) for k, v in zip(names, row)}} for row in rows]
+    if {each!r}:
+        return [dict(msg, payload=r) for r in records]
+    msg["payload"] = records
+    return msg
+records = value if isinstance(value, list) else [value]
+names = columns or list(dict.fromkeys(k for r in records for k in r))
+buf = io.StringIO()
+w = csv.writer(buf, delimiter=sep, lineterminator={ret!r})
+if {header_out!r}:
+    w.writerow(names)
+for r in records:
+    w.writerow([r.get(k, "") for k in names])
+msg["payload"] = buf.getvalue()
+return msg
+'''
+
+
+def _csv(n: dict, env: Env) -> Mapped:
+    out = Mapped("core.python")
+    sep = {"\\t": "\t", "tab": "\t"}.get(str(n.get("sep", ",")), str(n.get("sep") or ","))
+    cols = [s.strip() for s in str(n.get("temp") or "").split(",") if s.strip()]
+    ret = {"\\r\\n": "\r\n", "\\n": "\n", "\\r": "\r"}.get(str(n.get("ret") or "\\n"), "\n")
+    out.params["code"] = c(_CSV_CODE.format(
+        sep=sep[:1], header=bool(n.get("hdrin")), columns=cols, each=n.get("multi") == "one",
+        ret=ret, header_out=n.get("hdrout") not in (False, "none", "", None)))
+    out.review("the csv node became a Python node doing the same conversion: check quoting "
+               "and number handling")
+    return out
+
+
+_JS_PASS = re.compile(r"^\s*return\s+msg\s*;?\s*$")
+
+
+def _function(n: dict, env: Env) -> Mapped:
+    out = Mapped("core.python")
+    func = str(n.get("func") or "")
+    outputs = int(n.get("outputs", 1) or 0) if str(n.get("outputs", 1)).isdigit() else 1
+    if _JS_PASS.match(func) and not n.get("initialize") and not n.get("finalize") \
+            and outputs <= 1:
+        out.params["code"] = c("return msg  # Node-RED: return msg;")
+        return out
+    lines = ["# Imported from a Node-RED function node: the JavaScript below does NOT run.",
+             "# Translate it to Python (msg is the message; return msg, a list, or DROP),",
+             "# then delete the raise at the end.", "#"]
+    for label, code in (("setup", n.get("initialize")), ("function", func),
+                        ("close", n.get("finalize"))):
+        if code:
+            lines.append(f"# --- {label} (JavaScript) ---")
+            lines += ["# " + ln for ln in str(code).splitlines()]
+    lines.append(f"raise NotImplementedError({_py_text(_fn_message(n))})")
+    out.params["code"] = c("\n".join(lines) + "\n")
+    out.review("a function node: its JavaScript is kept as a comment and the node raises "
+               "until it is translated to Python")
+    return out
+
+
+def _fn_message(n: dict) -> str:
+    name = str(n.get("name") or n.get("id"))[:80]
+    return f"Node-RED function '{name}' was imported as JavaScript: translate it to Python"
+
+
+def _py_text(s: str) -> str:
+    return json.dumps(s)
+
+
+MAPPERS: dict[str, Callable[[dict, Env], Mapped]] = {
+    "inject": _inject, "debug": _debug, "change": _change, "switch": _switch,
+    "template": _template, "split": _split, "join": _join, "delay": _delay, "catch": _catch,
+    "http in": _http_in, "http response": _http_response, "http request": _http_request,
+    "file in": _file_in, "file": _file_out, "csv": _csv, "function": _function,
+}
+
+
+def placeholder(n: dict, reason: str) -> Mapped:
+    wires = n.get("wires")
+    outputs = len(wires) if isinstance(wires, list) else 0
+    out = Mapped("core.placeholder", status=PLACEHOLDER,
+                 ports=[f"out{i}" for i in range(max(outputs, 1))])
+    out.params = {"original_type": c(str(n.get("type"))[:200]), "source": c("Node-RED"),
+                  "original": c(bounded_original(n)), "reason": c(reason),
+                  "outputs": c(max(outputs, 1))}
+    out.notes.append(f"PLACEHOLDER: Node-RED '{str(n.get('type'))[:200]}': {reason}")
+    return out
+
+
+def bounded_original(n: dict) -> dict[str, Any]:
+    """The node's settings for a placeholder: long texts cut, the whole bounded."""
+    def cut(v: Any, depth: int = 0) -> Any:
+        if isinstance(v, str):
+            return v if len(v) <= ORIGINAL_TEXT_CHARS else v[:ORIGINAL_TEXT_CHARS] + "... (cut)"
+        if depth > 8:
+            return "... (cut)"
+        if isinstance(v, list):
+            return [cut(i, depth + 1) for i in v[:200]]
+        if isinstance(v, dict):
+            return {str(k)[:200]: cut(i, depth + 1) for k, i in list(v.items())[:200]}
+        return v
+
+    kept = cut({k: v for k, v in n.items() if k not in ("x", "y", "z", "wires", "g")})
+    if len(json.dumps(kept)) > ORIGINAL_JSON_CHARS:
+        kept = {k: kept[k] for k in ("id", "type", "name") if k in kept}
+        kept["note"] = "settings too long to keep"
+    return kept
+
+
+def map_node(n: dict, env: Env) -> Mapped:
+    mapper = MAPPERS.get(str(n.get("type")))
+    if mapper is None:
+        return placeholder(n, "no Switchboard equivalent")
+    return mapper(n, env)

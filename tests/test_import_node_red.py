@@ -1,0 +1,456 @@
+"""The Node-RED importer (runtime.importers, ``switchboard import node-red``)
+on real Node-RED exports: each test flow in tests/data/node-red is deployed
+to a real Node-RED 4 (installed by npm into a cache folder, started once for
+the module on a loopback port) through its admin API (POST /flows), read back
+with GET /flows (that is the export), imported, validated and, where the
+behaviour compares, run by both with the same requests."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from runtime.flow import validate_flow
+from runtime.importers import NodeRedImportError, format_table, import_node_red, read_node_red
+from runtime.importers import node_red as nr
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "node-red"
+CACHE = Path(os.environ.get("SWITCHBOARD_NODE_RED_DIR",
+                            Path.home() / ".cache" / "switchboard-tests" / "node-red"))
+RED_JS = CACHE / "node_modules" / "node-red" / "red.js"
+CLI = [sys.executable, "-m", "runtime.cli"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, proc: subprocess.Popen, what: str, seconds: float = 60) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise AssertionError(f"{what} ended early: {proc.communicate()[0][-2000:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"{what} did not listen on {port}")
+
+
+class NodeRed:
+    def __init__(self, port: int) -> None:
+        self.base = f"http://127.0.0.1:{port}"
+
+    def request(self, method: str, path: str, body=None, headers=None, base=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request((base or self.base) + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json",
+                                              **(headers or {})})
+        try:
+            with urllib.request.urlopen(req, timeout=20) as r:
+                return r.status, dict(r.headers), r.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, dict(exc.headers), exc.read().decode()
+
+    def deploy(self, flows: list) -> list:
+        """POST /flows (a full deployment) and GET /flows back: the real export."""
+        status, _, text = self.request("POST", "/flows", flows,
+                                       {"Node-RED-Deployment-Type": "full"})
+        assert status in (200, 204), text
+        status, _, text = self.request("GET", "/flows")
+        assert status == 200, text
+        return json.loads(text)
+
+
+@pytest.fixture(scope="module")
+def node_red(tmp_path_factory):
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("Node.js and npm are needed to install and run Node-RED 4")
+    if not RED_JS.is_file():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        if not (CACHE / "package.json").is_file():
+            (CACHE / "package.json").write_text('{"name": "nr-cache", "private": true}\n')
+        subprocess.run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error",
+                        "node-red@4"], cwd=CACHE, check=True, timeout=600)
+    user_dir = tmp_path_factory.mktemp("node-red-user")
+    port = _free_port()
+    proc = subprocess.Popen([node, str(RED_JS), "--port", str(port), "--userDir", str(user_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        _wait_port(port, proc, "Node-RED")
+        yield NodeRed(port)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        proc.communicate()
+
+
+def _source(name: str) -> list:
+    return json.loads((DATA / name).read_text())
+
+
+def _import_export(node_red, tmp_path, name: str):
+    export = node_red.deploy(_source(name))
+    path = tmp_path / f"{name.removesuffix('.json')}.export.json"
+    path.write_text(json.dumps(export))
+    report = read_node_red(path)
+    # No silent drop: every entry of the export is counted once in the table.
+    assert report.total() == len(export) == report.entries
+    return export, report
+
+
+def _node(report, node_id):
+    node = report.flow.node(node_id)
+    assert node is not None, f"{node_id} not in {[n.id for n in report.flow.nodes]}"
+    return node
+
+
+def _params(node) -> dict:
+    return {k: (v.value if v.scope == "custom" else v.to_json()) for k, v in node.params.items()}
+
+
+class SwitchboardRun:
+    """``switchboard run`` of an imported flow with its webhook on a free port."""
+
+    def __init__(self, flow_path: Path, webhook_id: str) -> None:
+        self.port = _free_port()
+        self.proc = subprocess.Popen(
+            CLI + ["run", str(flow_path), "--set", f"{webhook_id}.port={self.port}",
+                   "--timeout", "60", "--no-history"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        _wait_port(self.port, self.proc, "switchboard run")
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> str:
+        self.proc.send_signal(signal.SIGTERM)
+        out, _ = self.proc.communicate(timeout=30)
+        return out
+
+
+def test_route_flow_imports_and_answers_as_node_red_does(node_red, tmp_path):
+    export, report = _import_export(node_red, tmp_path, "route.json")
+    assert report.table["change"] == Counter(mapped=1)
+    assert report.table["switch"] == Counter(mapped=1)
+    ch = _params(_node(report, "ch1"))["rules"]
+    assert ch == [
+        {"action": "set", "path": "topic", "value": "greet"},
+        {"action": "set", "path": "payload.tag", "value": "vip"},
+        {"action": "set", "path": "limit", "value": 5},
+        {"action": "set", "path": "flags", "value": {"a": [1, 2]}},
+        {"action": "move", "from": "payload.name", "path": "who"},
+        {"action": "copy", "from": "payload.n", "path": "count"},
+        {"action": "delete", "path": "payload.drop"}]
+    sw = _params(_node(report, "sw1"))
+    assert sw["rules"] == [{"op": "gt", "value": 5}, {"op": "regex", "value": "(?i)^z"},
+                           {"op": "else"}]
+    assert sw["mode"] == "first"
+    ports = {(w.source[0], w.source[1], w.target[0]) for w in report.flow.wires}
+    assert {("sw1", "out0", "tp1"), ("sw1", "out1", "tp2"), ("sw1", "out2", "tp2")} <= ports
+    assert validate_flow(report.flow) == [] or all(
+        p.severity == "warning" for p in validate_flow(report.flow))
+    flow_path = tmp_path / "route.flow.json"
+    flow_path.write_text(report.flow.dumps())
+    node_red.deploy(_source("route.json"))
+    run = SwitchboardRun(flow_path, "in1")
+    try:
+        for body in ({"name": "Ada", "n": 7, "drop": 1}, {"name": "Bo", "n": 2},
+                     {"name": "<Zed & co>", "n": "zz"}):
+            red = node_red.request("POST", "/route", body)
+            ours = node_red.request("POST", "/route", body, base=run.base)
+            assert (ours[0], ours[2]) == (red[0], red[2]), body
+        big = node_red.request("POST", "/route", {"name": "Ada", "n": 7}, base=run.base)
+        assert big[2] == "Hello Ada, 7 is big (greet, vip, 2) <b>Ada</b>"
+    finally:
+        run.stop()
+
+
+def test_subflow_env_link_junction_group_comment(node_red, tmp_path):
+    export, report = _import_export(node_red, tmp_path, "subflow-env.json")
+    flow = report.flow
+    # The instance is inlined: ids prefixed, env values read where env is read.
+    ch = _node(report, "inst1.sfc1")
+    assert _params(ch)["rules"] == [
+        {"action": "set", "path": "payload.greeting", "value": "Bonjour"},  # instance's value
+        {"action": "set", "path": "payload.times", "value": 2}]  # the subflow's default
+    tpl = _params(_node(report, "inst1.sft1"))["template"]
+    assert "!" in tpl and "PUNCT" not in tpl
+    assert "via instance 'French'" in ch.notes and "REVIEW" in ch.notes
+    assert report.table["subflow:Greeter"] == Counter(review=1)
+    # Link out -> link in -> instance -> junction: dissolved into wires.
+    wires = {(w.source[0], w.target[0]) for w in flow.wires}
+    assert wires == {("in2", "inst1.sfc1"), ("inst1.sfc1", "inst1.sft1"),
+                     ("inst1.sft1", "out2")}
+    for t in ("link in", "link out", "junction"):
+        assert report.table[t] == Counter(mapped=1)
+    # Group and comment: kept as notes, never dropped.
+    assert "Node-RED group: Front door" in _node(report, "in2").notes
+    assert "## Notes imported from Node-RED" in flow.description
+    assert "Greets in French" in flow.description
+    assert "PUNCT and TIMES keep the subflow's defaults" in flow.description
+    assert report.table["comment"] == Counter(review=1)
+    assert report.table["group"] == Counter(review=1)
+    flow_path = tmp_path / "greet.flow.json"
+    flow_path.write_text(flow.dumps())
+    node_red.deploy(_source("subflow-env.json"))
+    run = SwitchboardRun(flow_path, "in2")
+    try:
+        red = node_red.request("POST", "/greet", {"name": "Ada"})
+        ours = node_red.request("POST", "/greet", {"name": "Ada"}, base=run.base)
+    finally:
+        run.stop()
+    assert red[2] == "Bonjour, Ada! x2"
+    assert (ours[0], ours[2], ours[1].get("x-from")) == (red[0], red[2], red[1].get("x-from"))
+
+
+def test_sequence_file_csv_http_nodes(node_red, tmp_path):
+    export, report = _import_export(node_red, tmp_path, "sequence.json")
+    types = {n.id: n.type for n in report.flow.nodes}
+    assert types == {"inj3": "core.inject", "sp3": "core.split", "dl3": "core.delay",
+                     "rl3": "core.rate_limit", "jn3": "core.join", "dbg3": "core.debug",
+                     "jn4": "core.join", "dbg4": "core.debug", "ct3": "core.catch",
+                     "fi3": "files.read", "cv3": "core.python", "fo3": "files.write",
+                     "hr3": "http.request", "tp3": "core.template"}
+    p = {n.id: _params(n) for n in report.flow.nodes}
+    assert p["inj3"]["payload_type"] == "JSON" and json.loads(p["inj3"]["payload"]) == [3, 1, 2]
+    assert "msg.extra" in _node(report, "inj3").notes  # a property it cannot set: review
+    assert p["dl3"]["seconds"] == pytest.approx(0.02)
+    assert (p["rl3"]["count"], p["rl3"]["interval_seconds"], p["rl3"]["mode"]) == (100, 120, "drop")
+    assert p["jn4"]["mode"] == "count" and p["jn4"]["count"] == 2
+    assert p["jn4"]["timeout_seconds"] == 3
+    assert p["dbg4"]["path"] == "msg"
+    assert p["ct3"]["nodes"] == ["dl3", "rl3"]
+    assert p["fi3"] == {"path": "/tmp/in.txt", "format": "text"}
+    assert p["fo3"]["mode"] == "overwrite" and p["fo3"]["content"] == {"scope": "message",
+                                                                        "path": "payload"}
+    assert p["hr3"]["url"] == {"scope": "expression",
+                               "value": "http://127.0.0.1:9/items/{{ msg.payload.id }}"}
+    assert p["hr3"]["response_as"] == "json" and p["hr3"]["fail_on_error_status"] is True
+    assert "{% raw %}" in p["tp3"]["template"]
+    problems = [q for q in validate_flow(report.flow) if q.severity == "error"]
+    assert problems == []
+    # The plain template renders its text as is, as Node-RED's does.
+    from runtime.expressions import TextTemplate
+    assert TextTemplate(p["tp3"]["template"]).render({}) == "raw {{not mustache}} {% neither %}"
+
+
+def test_csv_node_converts_like_node_red(tmp_path):
+    """The csv node became Python doing the conversion: run it for real."""
+    report = import_node_red(json.dumps(_source("sequence.json")))
+    code = _params(_node(report, "cv3"))["code"]
+    flow = {"format": "switchboard.flow/1", "nodes": [
+        {"id": "i", "type": "core.inject", "params": {
+            "payload": {"scope": "custom", "value": "a,b\n1,x\n2,y\n"}}},
+        {"id": "c", "type": "core.python", "params": {"code": {"scope": "custom",
+                                                                "value": code}}},
+        {"id": "d", "type": "core.debug"}],
+        "wires": [{"from": ["i", "out"], "to": ["c", "in"]}, {"from": ["c", "out"], "to": ["d", "in"]}]}
+    f = tmp_path / "csv.flow.json"
+    f.write_text(json.dumps(flow))
+    r = subprocess.run(CLI + ["run", str(f), "--no-history"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+    # multi "mult" in Node-RED: one message with the rows as an array.
+    assert [x["value"] for x in lines] == [[{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]]
+
+
+def test_function_and_unknown_type_placeholder_blocks_run(node_red, tmp_path):
+    export, report = _import_export(node_red, tmp_path, "function-unknown.json")
+    fn = _node(report, "fn4")
+    code = _params(fn)["code"]
+    assert "# msg.payload = msg.payload * 2;" in code and "raise NotImplementedError" in code
+    assert "REVIEW" in fn.notes and "output 2 went to pass4" in fn.notes
+    assert _params(_node(report, "pass4"))["code"].startswith("return msg")
+    btn = _node(report, "btn4")
+    assert btn.type == "core.placeholder"
+    assert _params(btn)["original"]["label"] == "big"
+    assert report.table["ui_button"] == Counter(placeholder=1)
+    assert report.table["function"] == Counter(mapped=1, review=1)
+    # The CLI: writes the flow, prints the table; the run is refused (exit 2) naming the type.
+    src = tmp_path / "leftovers.json"
+    src.write_text(json.dumps(export))
+    r = subprocess.run(CLI + ["import", "node-red", str(src)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    out_path = tmp_path / "leftovers.flow.json"
+    assert out_path.is_file() and f"wrote {out_path}" in r.stdout
+    assert "ui_button" in r.stdout and "total (6)" in r.stdout
+    again = subprocess.run(CLI + ["import", "node-red", str(src)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2 and "--force" in again.stderr
+    run = subprocess.run(CLI + ["run", str(out_path), "--no-history"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    assert ("placeholder for Node-RED node 'Big button' (type 'ui_button'): no Switchboard "
+            "equivalent; replace it") in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_bench_flow_imports_and_runs(tmp_path):
+    """shared/bench/nodered's flows (vendored): chains of function, change,
+    junction and its own perf-* nodes."""
+    report = read_node_red(DATA / "bench-flows.json")
+    flows = json.loads((DATA / "bench-flows.json").read_text())
+    assert report.total() == len(flows) == 61
+    assert report.table["change"] == Counter(mapped=11)
+    assert report.table["function"] == Counter(mapped=11)  # `return msg;` is translated
+    assert report.table["junction"] == Counter(mapped=11)
+    for t in ("perf-src", "perf-pass", "perf-sink"):
+        assert set(report.table[t]) == {"placeholder"}
+    # The junction chain of 10 is one wire from its source to its sink.
+    assert ("junction-10-src", "junction-10-sink") in {(w.source[0], w.target[0])
+                                                       for w in report.flow.wires}
+    # Run: refused for its placeholders, each named; with them swapped for
+    # core nodes (inject/debug) the chains run.
+    path = tmp_path / "bench.flow.json"
+    path.write_text(report.flow.dumps())
+    r = subprocess.run(CLI + ["run", str(path), "--no-history"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and "(type 'perf-src')" in r.stderr
+    data = json.loads(path.read_text())
+    keep = []
+    for n in data["nodes"]:
+        t = n["params"]["original_type"]["value"] if n["type"] == "core.placeholder" else None
+        if t == "perf-src":
+            n.update(type="core.inject", params={"payload": {"scope": "custom", "value": "x"}})
+        elif t == "perf-sink":
+            n.update(type="core.debug", params={})
+        elif t == "perf-pass":
+            n.update(type="core.change", params={})
+        if n["type"] == "core.debug":
+            for w in data["wires"]:
+                if w["from"][0] == n["id"]:
+                    raise AssertionError("a sink has no outputs")
+        keep.append(n)
+    for w in data["wires"]:
+        if w["from"][1].startswith("out") and w["from"][1] != "out":
+            w["from"][1] = "out"
+    path.write_text(json.dumps(data))
+    r = subprocess.run(CLI + ["run", str(path), "--no-history"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert len([x for x in r.stdout.splitlines() if x.startswith("{")]) == 8  # one per chain
+
+
+# -- bad input -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("{not json", "not JSON"),
+    ('{"id": "x"}', "a JSON array of nodes; this is a JSON object"),
+    ("[1]", "entry 1: not an object"),
+    ('[{"id": "a", "type": "inject"}, {"id": "a", "type": "debug"}]', "id 'a' is used twice"),
+    ('[{"id": "a"}]', "'type' must be text"),
+    ('[{"id": "a", "type": "inject", "wires": "b"}]', "'wires' must be a list"),
+])
+def test_bad_input_is_named(text, says):
+    with pytest.raises(NodeRedImportError, match=".*") as info:
+        import_node_red(text, file="f.json")
+    assert says in str(info.value)
+
+
+def test_bounds(monkeypatch):
+    monkeypatch.setattr(nr, "MAX_ENTRIES", 3)
+    with pytest.raises(NodeRedImportError, match="4 entries; at most 3"):
+        import_node_red(json.dumps([{"id": str(i), "type": "inject"} for i in range(4)]))
+    monkeypatch.setattr(nr, "MAX_STRING_CHARS", 10)
+    with pytest.raises(NodeRedImportError, match="entry 1 .*a text of 11 characters"):
+        import_node_red(json.dumps([{"id": "a", "type": "comment", "info": "x" * 11}]))
+    deep: list = []
+    for _ in range(100):
+        deep = [deep]
+    with pytest.raises(NodeRedImportError, match="nested more than"):
+        import_node_red(json.dumps([{"id": "a", "type": "x", "v": deep}]))
+
+
+def _cycle() -> list:
+    return [
+        {"id": "t", "type": "tab", "label": "T"},
+        {"id": "A", "type": "subflow", "name": "Alpha", "in": [{"wires": [{"id": "b1"}]}],
+         "out": []},
+        {"id": "B", "type": "subflow", "name": "Beta", "in": [{"wires": [{"id": "a1"}]}],
+         "out": []},
+        {"id": "b1", "type": "subflow:B", "z": "A", "x": 10, "y": 10, "wires": []},
+        {"id": "a1", "type": "subflow:A", "z": "B", "x": 10, "y": 10, "wires": []},
+        {"id": "i", "type": "subflow:A", "z": "t", "x": 10, "y": 10, "wires": []}]
+
+
+def test_subflow_cycle_and_cli_errors(tmp_path):
+    with pytest.raises(NodeRedImportError, match="subflow 'Alpha' contains itself "
+                                                 r"\('Alpha' -> 'Beta' -> 'Alpha'\)"):
+        import_node_red(json.dumps(_cycle()))
+    cases = {"cycle.json": json.dumps(_cycle()), "bad.json": "[{,", "obj.json": "{}"}
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+    big = tmp_path / "big.json"
+    big.write_text("[" + " " * 100 + "]")
+    env = dict(os.environ)
+    for name, says in (("cycle.json", "contains itself"), ("bad.json", "not JSON"),
+                       ("obj.json", "this is a JSON object"), ("missing.json", "cannot read")):
+        r = subprocess.run(CLI + ["import", "node-red", str(tmp_path / name)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60, env=env)
+        assert r.returncode == 2, (name, r.stderr)
+        assert says in r.stderr and name in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "cycle.flow.json").exists()
+
+
+def test_too_big_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(nr, "MAX_FILE_BYTES", 50)
+    big = tmp_path / "big.json"
+    big.write_text("[" + " " * 100 + "]")
+    with pytest.raises(NodeRedImportError, match="102 bytes; a Node-RED export may have at most"):
+        read_node_red(big)
+
+
+def test_unused_subflow_and_nested_subflows_are_not_dropped():
+    flows = [
+        {"id": "t", "type": "tab", "label": "T"},
+        {"id": "IN", "type": "subflow", "name": "Inner", "in": [{"wires": [{"id": "c"}]}],
+         "out": [{"wires": [{"id": "c", "port": 0}]}],
+         "env": [{"name": "V", "type": "str", "value": "inner"}]},
+        {"id": "c", "type": "change", "z": "IN", "x": 5, "y": 5, "wires": [[]],
+         "rules": [{"t": "set", "p": "payload", "pt": "msg", "to": "V", "tot": "env"}]},
+        {"id": "OUT", "type": "subflow", "name": "Outer", "in": [{"wires": [{"id": "n"}]}],
+         "out": [{"wires": [{"id": "n", "port": 0}]}],
+         "env": [{"name": "V", "type": "str", "value": "outer"}]},
+        {"id": "n", "type": "subflow:IN", "z": "OUT", "x": 5, "y": 5, "wires": [[]],
+         "env": [{"name": "V", "type": "env", "value": "V"}]},
+        {"id": "LONE", "type": "subflow", "name": "Lonely", "in": [], "out": []},
+        {"id": "l1", "type": "debug", "z": "LONE", "x": 5, "y": 5, "wires": []},
+        {"id": "s", "type": "inject", "z": "t", "x": 1, "y": 1, "wires": [["o"]]},
+        {"id": "o", "type": "subflow:OUT", "z": "t", "x": 100, "y": 1, "wires": [["d"]]},
+        {"id": "d", "type": "debug", "z": "t", "x": 200, "y": 1, "wires": []},
+        {"id": "cfg", "type": "mqtt-broker", "name": "broker", "broker": "localhost"},
+    ]
+    report = import_node_red(json.dumps(flows))
+    assert report.total() == len(flows)
+    ch = report.flow.node("o.n.c")
+    assert ch is not None and ch.params["rules"].value[0]["value"] == "outer"  # env -> env
+    wires = {(w.source[0], w.target[0]) for w in report.flow.wires}
+    assert wires == {("s", "o.n.c"), ("o.n.c", "d")}
+    lone = report.flow.node("LONE.l1")
+    assert lone is not None and lone.disabled
+    assert report.table["mqtt-broker"] == Counter(review=1)
+    assert "Config node 'mqtt-broker' 'broker'" in report.flow.description
+    table = format_table(report)
+    assert "total (11)" in table and "mqtt-broker" in table
