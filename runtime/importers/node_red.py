@@ -344,7 +344,8 @@ class _Importer:
         inner = [m for m in self.scope.get(sf_id, []) if isinstance(m.get("x"), (int, float))]
         x0 = min((_num(m.get("x")) for m in inner), default=0.0)
         y0 = min((_num(m.get("y")) for m in inner), default=0.0)
-        here = (offset[0] + _num(n.get("x")) - x0, offset[1] + _num(n.get("y")) - y0)
+        # Below the instance's row, so that the copies do not cover its neighbours.
+        here = (offset[0] + _num(n.get("x")) - x0, offset[1] + _num(n.get("y")) - y0 + 60)
         origin = (f"subflow '{sf.get('name') or sf_id}' (no instance: imported disabled)"
                   if unused else f"subflow '{sf.get('name') or sf_id}' via instance "
                   f"'{n.get('name') or n['id']}'")
@@ -448,8 +449,8 @@ class _Importer:
             nodes.append(FlowNode.model_validate({
                 "id": key, "type": mp.type, "name": (str(n.get("name"))[:200] or None)
                 if n.get("name") else None,
-                "position": (max(0.0, p.offset[0] + _num(n.get("x")) - 60),
-                             max(0.0, p.offset[1] + _num(n.get("y")) - 20)),
+                "position": _position(p.offset[0] + _num(n.get("x")),
+                                      p.offset[1] + _num(n.get("y"))),
                 "params": mp.params, "disabled": p.disabled,
                 "notes": "\n".join([head] + mp.notes)}))
         flow = Flow(name=str((self.tabs[0].get("label") if self.tabs else None)
@@ -469,6 +470,15 @@ class _Importer:
                 t = f"subflow:{(sf or {}).get('name') or t[8:]}"
             table.setdefault(t, Counter())[self.status.get(n["id"], PLACEHOLDER)] += 1
         return ImportReport(flow, table, self.report_warnings, len(self.data))
+
+
+#: Node-RED's nodes are ~120 px wide, placed by their centre; Switchboard's
+#: are wider and placed by their corner: spread the layout so none overlap.
+X_SCALE, Y_SCALE = 1.6, 1.5
+
+
+def _position(x: float, y: float) -> tuple[float, float]:
+    return (round(max(0.0, x * X_SCALE - 80), 1), round(max(0.0, y * Y_SCALE - 20), 1))
 
 
 def _num(v: Any) -> float:
