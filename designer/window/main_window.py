@@ -246,6 +246,9 @@ class MainWindow(FileActions, QMainWindow):
         m.addActions([self.new_action, self.open_action])
         self.recent_menu = m.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        from .importing import add_import_menu
+
+        add_import_menu(self, m)
         m.addSeparator()
         m.addActions([self.save_action, self.save_as_action])
         m.addSeparator()
