@@ -454,3 +454,33 @@ def test_unused_subflow_and_nested_subflows_are_not_dropped():
     assert "Config node 'mqtt-broker' 'broker'" in report.flow.description
     table = format_table(report)
     assert "total (11)" in table and "mqtt-broker" in table
+
+
+def test_delay_from_msg_and_template_env_run(tmp_path):
+    """delay's "set by msg.delay" (milliseconds) becomes an expression; a
+    template's {{env.X}} with no value in the flow is marked review."""
+    flows = [
+        {"id": "t", "type": "tab", "label": "D", "env": [{"name": "WHO", "type": "str",
+                                                           "value": "tab"}]},
+        {"id": "i", "type": "inject", "z": "t", "x": 10, "y": 10, "props": [{"p": "payload"}],
+         "payload": "hi", "payloadType": "str", "wires": [["c"]]},
+        {"id": "c", "type": "change", "z": "t", "x": 10, "y": 10, "wires": [["d"]],
+         "rules": [{"t": "set", "p": "delay", "pt": "msg", "to": "30", "tot": "num"}]},
+        {"id": "d", "type": "delay", "z": "t", "x": 50, "y": 10, "pauseType": "delayv",
+         "timeout": "5", "timeoutUnits": "seconds", "wires": [["tp"]]},
+        {"id": "tp", "type": "template", "z": "t", "x": 90, "y": 10, "syntax": "mustache",
+         "template": "{{payload}} {{env.WHO}}{{env.HOME}}", "field": "payload",
+         "fieldType": "msg", "output": "str", "wires": [["g"]]},
+        {"id": "g", "type": "debug", "z": "t", "x": 120, "y": 10, "complete": "payload",
+         "wires": []}]
+    report = import_node_red(json.dumps(flows))
+    assert report.flow.node("d").params["seconds"].to_json() == {
+        "scope": "expression", "value": "{{ (msg.delay or 0) / 1000 }}"}
+    tp = report.flow.node("tp")
+    assert "REVIEW: {{env.HOME}}" in tp.notes and report.table["template"] == Counter(review=1)
+    path = tmp_path / "d.flow.json"
+    path.write_text(report.flow.dumps())
+    r = subprocess.run(CLI + ["run", str(path), "--no-history"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.splitlines()[0])["value"] == "hi tab"

@@ -296,10 +296,8 @@ def mustache_to_jinja(text: str, env: Env, out: Mapped) -> str:
             if ok:
                 parts.append(_literal(_escape_html(str(value)) if escape else str(value)))
                 continue
-            if name.count(".") == 1:
-                out.env_readable.append(name.split(".")[1])
-            else:
-                out.review(why)
+            out.review(f"{{{{{name}}}}}: {why}; Switchboard's Template node does not read env "
+                       "(it renders empty): set the value on the message with a Change node")
         elif root in ("flow", "global"):
             out.review(f"{{{{{name}}}}} reads a {root} variable: check that the run sets it")
         parts.append("{{ " + name + (" | e" if escape else "") + " }}")
