@@ -223,6 +223,57 @@ def test_subflow_env_link_junction_group_comment(node_red, tmp_path):
     assert (ours[0], ours[2], ours[1].get("x-from")) == (red[0], red[2], red[1].get("x-from"))
 
 
+def test_nested_subflows_cross_tab_links_split_join(node_red, tmp_path):
+    export, report = _import_export(node_red, tmp_path, "nested.json")
+    tpl = _node(report, "o5.n5.tpl5")  # Inner inlined in Outer inlined in instance o5
+    # LABEL is of type env (reads SUFFIX one level up): the instance's "b".
+    assert _params(tpl)["template"] == "{{ payload | e }}-b"
+    assert _node(report, "dbg6").disabled
+    wires = {(w.source[0], w.target[0]) for w in report.flow.wires}
+    assert ("sp5", "o5.n5.tpl5") in wires and ("o5.n5.tpl5", "jn5") in wires  # across tabs
+    assert len({n.position[1] >= 0 for n in report.flow.nodes}) == 1
+    flow_path = tmp_path / "nested.flow.json"
+    flow_path.write_text(report.flow.dumps())
+    node_red.deploy(_source("nested.json"))
+    run = SwitchboardRun(flow_path, "in5")
+    try:
+        for body in ({"items": [1, 2, 3]}, {"items": ["x"]}):
+            red = node_red.request("POST", "/nest", body)
+            ours = node_red.request("POST", "/nest", body, base=run.base)
+            assert json.loads(ours[2]) == json.loads(red[2]), body
+    finally:
+        run.stop()
+    assert json.loads(red[2]) == ["x-b"]
+
+
+def test_csv_text_answers_as_node_red_does(node_red, tmp_path):
+    export, report = _import_export(node_red, tmp_path, "csv.json")
+    flow_path = tmp_path / "csv.flow.json"
+    flow_path.write_text(report.flow.dumps())
+    run = SwitchboardRun(flow_path, "inC")
+    text = 'a,b\n1,x\n2.5,"y, z"\n'
+    try:
+        answers = []
+        for base in (None, run.base):
+            req = urllib.request.Request((base or node_red.base) + "/csv", data=text.encode(),
+                                         method="POST", headers={"Content-Type": "text/plain"})
+            with urllib.request.urlopen(req, timeout=20) as r:
+                answers.append(json.loads(r.read()))
+    finally:
+        run.stop()
+    assert answers[0] == answers[1] == [{"a": 1, "b": "x"}, {"a": 2.5, "b": "y, z"}]
+
+
+def test_the_test_flows_cover_every_mapped_type():
+    from runtime.importers.node_red_nodes import MAPPERS
+
+    types = {n["type"] for f in DATA.glob("*.json") for n in json.loads(f.read_text())}
+    expected = set(MAPPERS) | {"link in", "link out", "junction", "subflow", "group", "comment",
+                               "tab", "ui_button"}
+    assert expected <= types, expected - types
+    assert any(t.startswith("subflow:") for t in types)
+
+
 def test_sequence_file_csv_http_nodes(node_red, tmp_path):
     export, report = _import_export(node_red, tmp_path, "sequence.json")
     types = {n.id: n.type for n in report.flow.nodes}
