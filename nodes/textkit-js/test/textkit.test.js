@@ -128,6 +128,16 @@ test('a param and an output may not share a name', () => {
   }), /'text' is reserved/);
 });
 
+test('parsePath keeps what it parsed (the same frozen parts for the same path), bad paths still throw', () => {
+  const first = sb.parsePath('payload.items[0].name');
+  assert.deepEqual(first, ['payload', 'items', 0, 'name']);
+  assert.equal(sb.parsePath('payload.items[0].name'), first); // before: parsed again each call
+  assert.ok(Object.isFrozen(first));
+  for (let i = 0; i < 3; i++) assert.throws(() => sb.parsePath('a..b'), { name: 'PathError', message: /empty segment/ });
+  assert.throws(() => sb.parsePath(7), { name: 'PathError', message: /must be text/ });
+  for (let i = 0; i < 1500; i++) assert.deepEqual(sb.parsePath(`many.${i}`), ['many', i]); // bounded
+});
+
 test('setPath writes dotted paths and [n] indices like runtime.message.set_path', () => {
   const msg = { payload: 1 };
   sb.setPath(msg, 'a.b.c', 1);
