@@ -170,6 +170,9 @@ async def test_change_move_or_copy_of_a_missing_source_leaves_the_target():
 
 @pytest.mark.parametrize("rules, why", [
     ([{"action": "replace", "path": "a"}], "action must be one of"),
+    ([{"action": ["set"], "path": "a"}], "action must be one of"),  # not text, not hashable
+    ([{"action": 5, "path": "a"}], "action must be one of"),
+    ([{"action": "copy", "path": "a"}], "'from'"),
     ([{"action": "set", "path": "a"}], "needs a value"),
     ([{"action": "move", "path": "a"}], "'from'"),
     ([{"action": "delete", "path": "a..b"}], "'path'"),

@@ -23,7 +23,8 @@ class Change(Node):
     @classmethod
     def check(cls, params):
         rules = params.get("rules")
-        return [("rules", p) for p in _rule_problems(rules.value if rules else [])]
+        problems = _rule_problems(rules.value if rules else [])
+        return [("rules", p) for p in problems] if problems else []
 
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
@@ -82,6 +83,11 @@ def _compile_rule(rule: dict) -> Any:
 _MISSING = object()
 
 
+#: The paths each action reads, to check; an action not here is unknown.
+_PATH_KEYS = {"set": ("path",), "delete": ("path",), "move": ("path", "from"),
+              "copy": ("path", "from")}
+
+
 def _rule_problems(rules: Any) -> list[str]:
     if not isinstance(rules, list):
         return ["rules must be a list"]
@@ -91,10 +97,11 @@ def _rule_problems(rules: Any) -> list[str]:
             out.append(f"rule {i + 1} must be an object")
             continue
         action = r.get("action")
-        if action not in CHANGE_ACTIONS:
+        keys = _PATH_KEYS.get(action) if type(action) is str else None
+        if keys is None:
             out.append(f"rule {i + 1}: action must be one of {', '.join(CHANGE_ACTIONS)}")
             continue
-        for key in ("path",) + (("from",) if action in ("move", "copy") else ()):
+        for key in keys:
             try:
                 parse_path(r.get(key) or "")
             except PathError as exc:
