@@ -413,6 +413,7 @@ def test_bench_flow_imports_and_runs(tmp_path):
     ('[{"id": "a", "type": "inject"}, {"id": "a", "type": "debug"}]', "id 'a' is used twice"),
     ('[{"id": "a"}]', "'type' must be text"),
     ('[{"id": "a", "type": "inject", "wires": "b"}]', "'wires' must be a list"),
+    ('[{"id": "a", "type": "inject", "repeat": NaN}]', "NaN is not a JSON number"),
 ])
 def test_bad_input_is_named(text, says):
     with pytest.raises(NodeRedImportError, match=".*") as info:
@@ -535,3 +536,46 @@ def test_delay_from_msg_and_template_env_run(tmp_path):
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout.splitlines()[0])["value"] == "hi tab"
+
+
+_JSON = None
+
+
+def _json_values():
+    from hypothesis import strategies as st
+
+    global _JSON
+    if _JSON is None:
+        leaf = st.none() | st.booleans() | st.integers(-10, 10) | st.floats(allow_nan=False) \
+            | st.text(max_size=8) | st.sampled_from(["", "1", "true", "msg", "env", "payload",
+                                                     "t1", "sf1", "in1", "{{x}}", "${A}"])
+        _JSON = st.recursive(leaf, lambda inner: st.lists(inner, max_size=3)
+                             | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                             max_leaves=6)
+    return _JSON
+
+
+def test_any_field_of_any_entry_may_be_wrong_never_a_crash():
+    """Each field of the test exports replaced by arbitrary JSON: the import
+    works or says what is wrong (NodeRedImportError), never anything else."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    sources = [_source(f.name) for f in sorted(DATA.glob("*.json")) if f.name != "bench-flows.json"]
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.data())
+    def check(data):
+        flows = json.loads(json.dumps(data.draw(st.sampled_from(sources))))
+        for _ in range(data.draw(st.integers(1, 4))):
+            entry = data.draw(st.sampled_from(flows))
+            key = data.draw(st.sampled_from(sorted(entry) + ["wires", "env", "rules", "links"]))
+            entry[key] = data.draw(_json_values())
+        try:
+            report = import_node_red(json.dumps(flows))
+        except NodeRedImportError:
+            return
+        assert report.total() == len(flows)
+        report.flow.dumps()
+
+    check()

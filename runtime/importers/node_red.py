@@ -108,12 +108,14 @@ def read_node_red(path: str | Path) -> ImportReport:
 
 def import_node_red(text: str, name: str = "Imported", file: str = "<input>") -> ImportReport:
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise NodeRedImportError(f"{file}: not JSON: {exc.msg} at line {exc.lineno} column "
                                  f"{exc.colno}") from None
     except RecursionError:
         raise NodeRedImportError(f"{file}: JSON nested too deeply") from None
+    except _Constant as exc:
+        raise NodeRedImportError(f"{file}: not JSON: {exc} is not a JSON number") from None
     if isinstance(data, dict) and isinstance(data.get("flows"), list):
         data = data["flows"]  # GET /flows with the v2 API header: {"rev", "flows"}
     if not isinstance(data, list):
@@ -241,7 +243,7 @@ class _Importer:
             t = n["type"]
             if t == "comment":
                 self.status[n["id"]] = REVIEW
-                text = n.get("name") or ""
+                text = str(n.get("name") or "")
                 if n.get("info"):
                     text += (": " if text else "") + str(n["info"])
                 self.notes.append(f"- Comment{self._where(n)}: {_cut(text) or '(empty)'}")
@@ -258,7 +260,8 @@ class _Importer:
         return self._assemble()
 
     def _where(self, n: dict) -> str:
-        z = self.by_id.get(n.get("z") or "")
+        z = n.get("z")
+        z = self.by_id.get(z) if isinstance(z, str) else None
         if z is None:
             return ""
         kind = "tab" if z["type"] == "tab" else "subflow"
@@ -313,7 +316,11 @@ class _Importer:
             p.mapped = placeholder(n, "a link out in return mode (ends a link call) has no "
                                       "Switchboard equivalent yet")
         else:
-            p.mapped = map_node(n, env)
+            try:
+                p.mapped = map_node(n, env)
+            except Exception as exc:  # noqa: BLE001 - settings of a shape no Node-RED writes
+                p.mapped = placeholder(n, "its settings could not be read "
+                                          f"({type(exc).__name__}: {str(exc)[:200]})")
         if origin:
             p.mapped.status = worse(p.mapped.status, REVIEW)
             p.mapped.notes.insert(0, f"From Node-RED {origin} (REVIEW: Switchboard has no "
@@ -351,8 +358,8 @@ class _Importer:
                   f"'{n.get('name') or n['id']}'")
         ymax = self._walk(sf_id, inner_prefix, inner_env, origin, here,
                           disabled or unused or bool(n.get("d")), chain + [sf_id])
-        for k, out in enumerate(sf.get("out") or []):
-            for w in (out or {}).get("wires") or []:
+        for k, out in enumerate(_list(sf.get("out"))):
+            for w in _list(_dict(out).get("wires")):
                 if isinstance(w, dict) and isinstance(w.get("id"), str):
                     src = key if w["id"] == sf_id else inner_prefix + w["id"]
                     port = int(w.get("port") or 0) if str(w.get("port", 0)).isdigit() else 0
@@ -363,7 +370,7 @@ class _Importer:
     def _groups(self) -> None:
         for g in (n for n in self.data if n["type"] == "group"):
             label = g.get("name") or g["id"]
-            members = [m for m in g.get("nodes") or [] if isinstance(m, str)]
+            members = [m for m in _list(g.get("nodes")) if isinstance(m, str)]
             hit = 0
             for p in list(self.placed.values()):
                 if p.entry["id"] in members or p.entry.get("g") == g["id"]:
@@ -384,8 +391,8 @@ class _Importer:
         if key in self.instances:
             inst = self.instances[key]
             out: list[str] = []
-            for port in inst.definition.get("in") or []:
-                for w in (port or {}).get("wires") or []:
+            for port in _list(inst.definition.get("in")):
+                for w in _list(_dict(port).get("wires")):
                     if isinstance(w, dict) and isinstance(w.get("id"), str):
                         out += self._targets(inst.inner_prefix + w["id"], inst.inner_prefix, seen)
             for inst_key, k in self.feeds.get((key, -1), []):  # input wired straight to output
@@ -396,7 +403,7 @@ class _Importer:
             return []
         out = []
         if v.entry["type"] == "link out":
-            for lid in v.entry.get("links") or []:
+            for lid in _list(v.entry.get("links")):
                 if isinstance(lid, str):
                     tk = v.prefix + lid if v.prefix + lid in self.virtual else lid
                     out += self._targets(tk, v.prefix, seen)
@@ -479,6 +486,22 @@ X_SCALE, Y_SCALE = 1.6, 1.5
 
 def _position(x: float, y: float) -> tuple[float, float]:
     return (round(max(0.0, x * X_SCALE - 80), 1), round(max(0.0, y * Y_SCALE - 20), 1))
+
+
+class _Constant(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _Constant(name)  # NaN, Infinity: Python's json reads them, JSON has none
+
+
+def _list(v: Any) -> list:
+    return v if isinstance(v, list) else []
+
+
+def _dict(v: Any) -> dict:
+    return v if isinstance(v, dict) else {}
 
 
 def _num(v: Any) -> float:
