@@ -291,6 +291,10 @@ def test_sequence_file_csv_http_nodes(node_red, tmp_path):
     assert p["jn4"]["timeout_seconds"] == 3
     assert p["dbg4"]["path"] == "msg"
     assert p["ct3"]["nodes"] == ["dl3", "rl3"]
+    group_catch = import_node_red(json.dumps([{"id": "k", "type": "catch", "scope": "group",
+                                               "x": 1, "y": 1, "wires": []}]))
+    assert group_catch.table["catch"] == Counter(review=1)
+    assert "only in Node-RED" in group_catch.flow.node("k").notes
     assert p["fi3"] == {"path": "/tmp/in.txt", "format": "text"}
     assert p["fo3"]["mode"] == "overwrite" and p["fo3"]["content"] == {"scope": "message",
                                                                         "path": "payload"}

@@ -415,6 +415,8 @@ def _catch(n: dict, env: Env) -> Mapped:
     out = Mapped("core.catch")
     scope = n.get("scope")
     out.params["nodes"] = c([str(s) for s in scope] if isinstance(scope, list) else [])
+    if isinstance(scope, str) and scope:
+        out.review(f"catches the errors of its '{scope}' only in Node-RED: catches every node's")
     if n.get("uncaught"):
         out.review("'uncaught only' is not mapped: catches every error of the nodes")
     return out
