@@ -264,6 +264,26 @@ def test_csv_text_answers_as_node_red_does(node_red, tmp_path):
     assert answers[0] == answers[1] == [{"a": 1, "b": "x"}, {"a": 2.5, "b": "y, z"}]
 
 
+def test_change_search_and_replace_answers_as_node_red_does(node_red, tmp_path):
+    """A change node with search and replace rules becomes a Python node
+    doing every rule in order (text, regex with $1, a number equal to from)."""
+    export, report = _import_export(node_red, tmp_path, "replace.json")
+    node = _node(report, "chR")
+    assert node.type == "core.python" and "REVIEW" in node.notes
+    flow_path = tmp_path / "replace.flow.json"
+    flow_path.write_text(report.flow.dumps())
+    run = SwitchboardRun(flow_path, "inR")
+    body = {"text": "foo 12-34 foofoo", "code": 7, "items": ["a", "x"], "old": 1, "secret": "s"}
+    try:
+        red = node_red.request("POST", "/replace", body)
+        ours = node_red.request("POST", "/replace", body, base=run.base)
+    finally:
+        run.stop()
+    assert json.loads(red[2]) == {"text": "bar 34..12 barbar", "code": "seven",
+                                  "items": ["a", {"b": True}], "new": 1}
+    assert json.loads(ours[2]) == json.loads(red[2])
+
+
 def test_the_test_flows_cover_every_mapped_type():
     from runtime.importers.node_red_nodes import MAPPERS
 

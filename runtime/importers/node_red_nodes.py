@@ -220,11 +220,51 @@ def _change(n: dict, env: Env) -> Mapped:
             if not ok:
                 out.review(f"{where}: sets msg.{p}: {why}; set to its text")
             rules.append({"action": "set", "path": p, "value": value})
+        elif t == "change":
+            rule = _replace_rule(r, p, env, out, where)
+            if rule is not None:
+                rules.append(rule)
         else:
-            out.review(f"{where}: '{t}' (search and replace) in msg.{p} of "
-                       f"{str(r.get('from'))[:60]!r} by {str(r.get('to'))[:60]!r} is not mapped")
+            out.review(f"{where}: '{t}' on msg.{p} is not mapped")
+    if any(r["action"] == "replace" for r in rules):
+        from .node_red_python import change_code
+
+        python = Mapped("core.python", status=out.status, notes=out.notes)
+        python.params["code"] = c(change_code(str(n.get("name") or ""), rules))
+        python.review("search and replace rules: the change node became a Python node "
+                      "doing its rules in order")
+        return python
     out.params["rules"] = c(rules)
     return out
+
+
+def _replace_rule(r: dict, p: str, env: Env, out: Mapped, where: str) -> dict | None:
+    """Node-RED's 'change' rule: in a text, every match of ``from`` (text or
+    regex) replaced; any other value equal to ``from`` set to ``to``."""
+    fromt, tot = r.get("fromt", "str"), r.get("tot", "str")
+    ok, to, why = typed(dollar_env(r.get("to"), env, out, where), tot, env)
+    if not ok or tot == "msg":
+        out.review(f"{where}: replaces with {tot} {str(r.get('to'))[:60]!r}: not mapped")
+        return None
+    src = r.get("from")
+    if fromt == "re":
+        try:
+            re.compile(str(src))
+        except re.error as exc:
+            out.review(f"{where}: regex {str(src)[:60]!r}: {exc}; not mapped")
+            return None
+        from_value: Any = None
+    else:
+        ok, from_value, why = typed(src, fromt, env)
+        if not ok:
+            out.review(f"{where}: searches for {why}; not mapped")
+            return None
+    from .node_red_python import js_replacement
+
+    text = to if isinstance(to, str) else json.dumps(to)
+    return {"action": "replace", "path": p, "regex": fromt == "re",
+            "from": str(src) if fromt == "re" else str(from_value), "from_value": from_value,
+            "to": to, "to_text": js_replacement(text) if fromt == "re" else text}
 
 
 _SWITCH_OPS = {"eq": "eq", "neq": "neq", "lt": "lt", "lte": "lte", "gt": "gt", "gte": "gte",

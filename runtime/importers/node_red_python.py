@@ -1,0 +1,91 @@
+"""Node-RED nodes whose work Switchboard's core nodes cannot do, written as
+the code of a core.python node that does it: a change node with search and
+replace rules."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_CHANGE_CODE = '''# Node-RED change node{name}, as Python: its rules include search and
+# replace, which Switchboard's Change node has not. The rules, in order:
+import copy
+import re
+
+RULES = json.loads({rules!r})
+MISSING = object()
+
+
+def parts(path):
+    return [int(p[1:-1]) if p.startswith("[") else p
+            for p in re.findall(r"\\[\\d+\\]|[^.\\[\\]]+", path)]
+
+
+def get(obj, path):
+    for k in parts(path):
+        try:
+            obj = obj[k]
+        except (KeyError, IndexError, TypeError):
+            return MISSING
+    return obj
+
+
+def put(obj, path, value):
+    keys = parts(path)
+    for i, k in enumerate(keys[:-1]):
+        try:
+            nxt = obj[k]
+        except (KeyError, IndexError, TypeError):
+            nxt = None
+        if not isinstance(nxt, (dict, list)):
+            nxt = [] if isinstance(keys[i + 1], int) else {{}}
+            obj[k] = nxt
+        obj = nxt
+    obj[keys[-1]] = value
+
+
+def drop(obj, path):
+    keys = parts(path)
+    parent = get(obj, ".".join(str(k) for k in keys[:-1])) if len(keys) > 1 else obj
+    if isinstance(parent, dict):
+        parent.pop(keys[-1], None)
+
+
+for rule in RULES:
+    action, path = rule["action"], rule["path"]
+    if action == "set":
+        put(msg, path, copy.deepcopy(rule["value"]))
+    elif action == "delete":
+        drop(msg, path)
+    elif action in ("copy", "move"):
+        value = get(msg, rule["from"])
+        if value is not MISSING:
+            if action == "move":
+                drop(msg, rule["from"])
+            put(msg, path, copy.deepcopy(value))
+    elif action == "replace":
+        value = get(msg, path)
+        if isinstance(value, str):
+            if rule["regex"]:
+                value = re.sub(rule["from"], rule["to_text"], value)
+            else:
+                value = value.replace(rule["from"], rule["to_text"])
+            put(msg, path, value)
+        elif value is not MISSING and value == rule["from_value"]:
+            put(msg, path, copy.deepcopy(rule["to"]))
+return msg
+'''
+
+
+def js_replacement(to: str) -> str:
+    """A JavaScript replacement string ($1, $&, $$) as Python's re.sub's."""
+    out = to.replace("\\", "\\\\")
+    out = re.sub(r"\$(\d+)", r"\\g<\1>", out)
+    return out.replace("$&", r"\g<0>").replace("$$", "$")
+
+
+def change_code(name: str, rules: list[dict[str, Any]]) -> str:
+    return _CHANGE_CODE.format(name=f" '{name}'" if name else "",
+                               rules=json.dumps(rules, ensure_ascii=False)).replace(
+        "import copy\n", "import copy\nimport json\n", 1)
