@@ -608,6 +608,22 @@ def _csv(n: dict, env: Env) -> Mapped:
     return out
 
 
+def _json(n: dict, env: Env) -> Mapped:
+    from .node_red_python import json_code
+
+    out = Mapped("core.python")
+    path = str(n.get("property") or "payload")
+    action = str(n.get("action") or "")
+    if "[" in path or action not in ("", "str", "obj"):
+        out.review(f"property {path!r} / action {action!r}: converts msg.payload both ways")
+        path, action = "payload", ""
+    out.params["code"] = c(json_code(str(n.get("name") or ""), action, path,
+                                     bool(n.get("pretty"))))
+    if n.get("schema"):
+        out.review("the JSON schema check is not mapped")
+    return out
+
+
 _JS_PASS = re.compile(r"^\s*return\s+msg\s*;?\s*$")
 
 
@@ -647,7 +663,7 @@ MAPPERS: dict[str, Callable[[dict, Env], Mapped]] = {
     "inject": _inject, "debug": _debug, "change": _change, "switch": _switch,
     "template": _template, "split": _split, "join": _join, "delay": _delay, "catch": _catch,
     "http in": _http_in, "http response": _http_response, "http request": _http_request,
-    "file in": _file_in, "file": _file_out, "csv": _csv, "function": _function,
+    "file in": _file_in, "file": _file_out, "csv": _csv, "function": _function, "json": _json,
 }
 
 

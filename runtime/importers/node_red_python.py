@@ -1,6 +1,6 @@
 """Node-RED nodes whose work Switchboard's core nodes cannot do, written as
 the code of a core.python node that does it: a change node with search and
-replace rules."""
+replace rules, the json node."""
 
 from __future__ import annotations
 
@@ -89,3 +89,27 @@ def change_code(name: str, rules: list[dict[str, Any]]) -> str:
     return _CHANGE_CODE.format(name=f" '{name}'" if name else "",
                                rules=json.dumps(rules, ensure_ascii=False)).replace(
         "import copy\n", "import copy\nimport json\n", 1)
+
+
+_JSON_CODE = '''# Node-RED json node{name}, as Python: text -> a value, a value -> JSON text.
+import json
+
+action, path, indent = {action!r}, {path!r}, {indent!r}
+parts = path.split(".")
+holder = msg
+for key in parts[:-1]:
+    holder = holder.get(key) if isinstance(holder, dict) else None
+if isinstance(holder, dict) and parts[-1] in holder:
+    value = holder[parts[-1]]
+    if isinstance(value, str) and action in ("", "obj"):
+        holder[parts[-1]] = json.loads(value)
+    elif not isinstance(value, str) and action in ("", "str"):
+        holder[parts[-1]] = json.dumps(value, ensure_ascii=False, indent=indent,
+                                       separators=(",", ": ") if indent else (",", ":"))
+return msg
+'''
+
+
+def json_code(name: str, action: str, path: str, pretty: bool) -> str:
+    return _JSON_CODE.format(name=f" '{name}'" if name else "", action=action, path=path,
+                             indent=4 if pretty else None)
