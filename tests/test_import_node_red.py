@@ -318,10 +318,11 @@ def test_sequence_file_csv_http_nodes(node_red, tmp_path):
                      "rl3": "core.rate_limit", "jn3": "core.join", "dbg3": "core.debug",
                      "jn4": "core.join", "dbg4": "core.debug", "ct3": "core.catch",
                      "fi3": "files.read", "cv3": "core.python", "fo3": "files.write",
-                     "hr3": "http.request", "tp3": "core.template"}
+                     "hr3": "http.request", "tp3": "core.template", "cr3": "trigger.schedule"}
     p = {n.id: _params(n) for n in report.flow.nodes}
     assert p["inj3"]["payload_type"] == "JSON" and json.loads(p["inj3"]["payload"]) == [3, 1, 2]
     assert "msg.extra" in _node(report, "inj3").notes  # a property it cannot set: review
+    assert p["cr3"] == {"cron": "00 08 * * 1,2,3,4,5", "payload": 42, "topic": "morning"}
     assert p["dl3"]["seconds"] == pytest.approx(0.02)
     assert (p["rl3"]["count"], p["rl3"]["interval_seconds"], p["rl3"]["mode"]) == (100, 120, "drop")
     assert p["jn4"]["mode"] == "count" and p["jn4"]["count"] == 2

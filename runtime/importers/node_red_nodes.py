@@ -156,7 +156,29 @@ def _inject(n: dict, env: Env) -> Mapped:
         except ValueError:
             out.review(f"repeat {repeat!r} is not a number")
     if n.get("crontab"):
-        out.review(f"cron {n['crontab']!r}: use a Schedule trigger (trigger.schedule)")
+        return _schedule(n, out)
+    return out
+
+
+def _schedule(n: dict, inject: Mapped) -> Mapped:
+    """An inject on a cron schedule: a Schedule trigger with the same cron,
+    payload (as its value) and topic; 'inject once at start' fires at start."""
+    out = Mapped("trigger.schedule", notes=list(inject.notes), status=inject.status)
+    out.params["cron"] = c(str(n["crontab"]))
+    kind = inject.params.get("payload_type", c("string"))["value"]
+    text = inject.params.get("payload", c(""))["value"]
+    if kind == "timestamp":
+        out.review("the payload is {fired_at, scheduled_for} instead of a timestamp")
+    else:
+        vt = {"string": "str", "number": "num", "boolean": "bool", "JSON": "json"}.get(kind)
+        ok, value, why = typed(text, vt, None) if vt else (False, text, f"a {kind} payload")
+        if not ok:
+            out.review(f"payload: {why}; sent as its text")
+        out.params["payload"] = c(value)
+    if "topic" in inject.params:
+        out.params["topic"] = inject.params["topic"]
+    if n.get("once"):
+        out.params["fire_at_start"] = c(True)
     return out
 
 
