@@ -9,7 +9,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -17,10 +17,13 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QHeaderView,
     QLabel,
+    QListWidget,
+    QListWidgetItem,
     QMenu,
     QMessageBox,
     QTableWidget,
     QTableWidgetItem,
+    QTabWidget,
     QVBoxLayout,
 )
 
@@ -73,13 +76,38 @@ def import_node_red_file(window: Any, path: str | Path) -> bool:
     window.scene.clearSelection()
     window.view.fit_readable()
     dialog = ImportReportDialog(report, path.name, window)
+    dialog.node_chosen.connect(lambda node_id: _show_node(window, node_id))
     window.import_report_dialog = dialog
     dialog.show()
     return True
 
 
+def _show_node(window: Any, node_id: str) -> None:
+    item = window.scene.item_for_node(node_id)
+    if item is None:
+        return
+    window.scene.clearSelection()
+    item.setSelected(True)
+    window.view.centerOn(item)
+
+
+def review_items(flow: Any) -> list[tuple[str, str]]:
+    """(node id, line) for every REVIEW / PLACEHOLDER line of the nodes'
+    notes: what a person should look at after the import."""
+    out = []
+    for n in flow.nodes:
+        for line in (n.notes or "").splitlines():
+            if "REVIEW" in line or line.startswith("PLACEHOLDER"):
+                out.append((n.id, line))
+    return out
+
+
 class ImportReportDialog(QDialog):
-    """What became of each Node-RED type, and what to do next."""
+    """What became of each Node-RED type, and what to do next: a table per
+    type, and a list of what to review (the nodes' notes), where a click
+    selects the node on the canvas."""
+
+    node_chosen = Signal(str)
 
     def __init__(self, report: Any, name: str, parent: Any = None) -> None:
         super().__init__(parent)
@@ -89,7 +117,7 @@ class ImportReportDialog(QDialog):
         totals = [sum(c[k] for _, c in rows) for k in ("mapped", "review", "placeholder")]
         summary = (f"<b>{html.escape(name)}</b>: {report.total()} Node-RED entries → "
                    f"{len(report.flow.nodes)} nodes, {len(report.flow.wires)} wires.<br>"
-                   f"{totals[0]} mapped, {totals[1]} to review (see each node's notes), "
+                   f"{totals[0]} mapped, {totals[1]} to review (the To review tab), "
                    f"{totals[2]} placeholder{'s' * (totals[2] != 1)}")
         if totals[2]:
             summary += " — the flow does not run until they are replaced."
@@ -123,14 +151,28 @@ class ImportReportDialog(QDialog):
         for col in range(1, len(COLUMNS)):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
         self.table.setMinimumWidth(420)
+        self.table.setCurrentCell(-1, -1)
         height = self.table.horizontalHeader().height() + 4 + sum(
             self.table.rowHeight(r) for r in range(self.table.rowCount()))
         self.table.setMinimumHeight(min(height, 560))
+        self.todo = QListWidget(self)
+        self.todo.setWordWrap(True)
+        names = {n.id: n.name or n.id for n in report.flow.nodes}
+        for node_id, line in review_items(report.flow):
+            item = QListWidgetItem(f"{names[node_id]} ({node_id}): {line}")
+            item.setData(Qt.ItemDataRole.UserRole, node_id)
+            item.setToolTip(line)
+            self.todo.addItem(item)
+        self.todo.itemClicked.connect(
+            lambda item: self.node_chosen.emit(item.data(Qt.ItemDataRole.UserRole)))
+        self.tabs = QTabWidget(self)
+        self.tabs.addTab(self.table, "By Node-RED type")
+        self.tabs.addTab(self.todo, f"To review ({self.todo.count()})")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok, self)
         buttons.accepted.connect(self.accept)
         layout = QVBoxLayout(self)
         layout.addWidget(label)
-        layout.addWidget(self.table)
+        layout.addWidget(self.tabs)
         for w in report.warnings[:5]:
             note = QLabel(f"⚠ {html.escape(w)}")
             note.setWordWrap(True)

@@ -9,6 +9,7 @@ import json
 import os
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QFileDialog
 
 from runtime.registry import Registry
@@ -84,6 +85,10 @@ def test_import_node_red_menu_opens_the_flow_and_the_table(make_window, tmp_path
     geo = window.geometry()
     dialog.adjustSize()
     dialog.move(geo.x() + geo.width() - dialog.width() - 12, geo.y() + 70)
+    # The canvas a little smaller and to the left: all of it clear of the dialog.
+    window.view.scale(0.85, 0.85)
+    bar = window.view.horizontalScrollBar()
+    bar.setValue(bar.value() + 60)
     QApplication.processEvents()
     out = os.environ.get("SWITCHBOARD_DOC_IMAGES")
     if out:
@@ -97,6 +102,19 @@ def test_import_node_red_menu_opens_the_flow_and_the_table(make_window, tmp_path
         painter.end()
         Path(out).mkdir(parents=True, exist_ok=True)
         assert shot.save(str(Path(out) / "import-node-red.png"))
+    # What to review: the nodes' REVIEW/PLACEHOLDER notes; a click selects the node.
+    todo = dialog.todo
+    texts = [todo.item(i).text() for i in range(todo.count())]
+    assert any(t.startswith("Big button (btn4): PLACEHOLDER") for t in texts)
+    assert any(t.startswith("double (fn4): REVIEW: a function node") for t in texts)
+    assert dialog.tabs.tabText(1) == f"To review ({todo.count()})"
+    row = next(i for i, t in enumerate(texts) if t.startswith("double (fn4)"))
+    dialog.tabs.setCurrentIndex(1)
+    QApplication.processEvents()
+    rect = todo.visualItemRect(todo.item(row))
+    qtbot.mouseClick(todo.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert [i.node_id for i in window.scene.selectedItems() if hasattr(i, "node_id")] == ["fn4"]
+    dialog.tabs.setCurrentIndex(0)
     dialog.accept()
 
 
