@@ -38,6 +38,7 @@ from .calls import (
     AgentCalls,
     CallStatus,
     ToolOutcome,
+    _Deadlines,
     _final_phase,
     _Paused,
     _resume,
@@ -123,6 +124,8 @@ class ToolBridge(BackgroundTasks):
             self.max_background = max(1, int(cap))
         self._ended = asyncio.Event()
         self._live: dict[str, CallStatus] = {}  # caller id -> its status, until it ends
+        #: The timeouts of its calls that went on past their first step.
+        self._deadlines: _Deadlines | None = None
         #: Tool name -> (its ToolDef, runs at once) if it never asks, else None (_quick_tool).
         self._quick: dict[str, tuple[ToolDef, bool] | None] = {}
 
@@ -542,21 +545,32 @@ class ToolBridge(BackgroundTasks):
     async def _wait(self, r: _Running, timeout: float | None, parent: str = "") -> ToolOutcome:
         """The rest of a call that suspended in its first step, under its
         timeout (entered here, in the task that awaits the call)."""
+        deadlines = None
+        if timeout:
+            # One timer for all of this bridge's calls (_Deadlines), not one
+            # asyncio.timeout per call.
+            deadlines = self._deadlines
+            if deadlines is None or not deadlines.usable():
+                deadlines = self._deadlines = _Deadlines(asyncio.get_running_loop())
+            deadlines.enter(r, timeout)
         token = TOOL_CALL.set(r)
         try:
-            if timeout:
-                async with asyncio.timeout(timeout):
-                    resp = await _resume(r.step, r.pending)
-            else:
-                resp = await _resume(r.step, r.pending)
-        except TimeoutError:
-            out = r.outcome("error", error=f"the tool did not finish within {timeout:g} s "
-                                           "(tool_timeout_seconds) and was cancelled")
+            resp = await _resume(r.step, r.pending)
         except asyncio.CancelledError:
-            out = r.outcome("error", error=r.cancel_reason, cancelled=True)
-            self._published(out, parent)
+            if deadlines is not None and deadlines.leave(r):
+                out = r.outcome("error", error=f"the tool did not finish within {timeout:g} s "
+                                               "(tool_timeout_seconds) and was cancelled")
+            else:
+                out = r.outcome("error", error=r.cancel_reason, cancelled=True)
+                self._published(out, parent)
+                raise
+        except BaseException:
+            if deadlines is not None:
+                deadlines.leave(r)
             raise
         else:
+            if deadlines is not None:
+                deadlines.leave(r)
             return self._settled(r, resp, parent)
         finally:
             TOOL_CALL.reset(token)
