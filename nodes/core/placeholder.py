@@ -14,7 +14,7 @@ from runtime.node import CUSTOM, Node, NodeConfigError, Param, node
 MAX_OUTPUTS = 64
 
 
-@node("core.placeholder", name="Placeholder", category="Core", icon="help", color="#9e9e9e",
+@node("core.placeholder", name="Placeholder", category="Imported", icon="help", color="#9e9e9e",
       outputs=("out0",), dynamic_outputs=True)
 class Placeholder(Node):
     """Stands for a node imported from another tool that has no Switchboard
