@@ -621,3 +621,16 @@ def test_any_field_of_any_entry_may_be_wrong_never_a_crash():
         report.flow.dumps()
 
     check()
+
+
+def test_a_placeholder_keeps_no_secret():
+    flows = [{"id": "m", "type": "mqtt out", "name": "pub", "topic": "a/b", "x": 1, "y": 1,
+              "wires": [], "password": "hunter2", "credentials": {"user": "u", "pw": "s3cr3t"},
+              "broker": {"apiKey": "k-123", "host": "h"}}]
+    report = import_node_red(json.dumps(flows))
+    text = report.flow.dumps()
+    for secret in ("hunter2", "s3cr3t", "k-123"):
+        assert secret not in text
+    original = report.flow.node("m").params["original"].value
+    assert original["topic"] == "a/b" and original["broker"]["host"] == "h"
+    assert original["password"] == "(not imported: a secret)"

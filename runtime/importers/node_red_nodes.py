@@ -702,8 +702,15 @@ def placeholder(n: dict, reason: str) -> Mapped:
 
 
 def bounded_original(n: dict) -> dict[str, Any]:
-    """The node's settings for a placeholder: long texts cut, the whole bounded."""
+    """The node's settings for a placeholder: long texts cut, the whole
+    bounded, and any setting whose name says secret (credentials, password,
+    token, key, ...) left out: a secret is never written to a flow file."""
+    from ..expressions import SECRET_NAME
+
     def cut(v: Any, depth: int = 0) -> Any:
+        if isinstance(v, dict):
+            v = {k: ("(not imported: a secret)" if SECRET_NAME.search(str(k)) else i)
+                 for k, i in v.items()}
         if isinstance(v, str):
             return v if len(v) <= ORIGINAL_TEXT_CHARS else v[:ORIGINAL_TEXT_CHARS] + "... (cut)"
         if depth > 8:
