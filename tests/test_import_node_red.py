@@ -339,6 +339,9 @@ def test_sequence_file_csv_http_nodes(node_red, tmp_path):
     assert p["hr3"]["url"] == {"scope": "expression",
                                "value": "http://127.0.0.1:9/items/{{ msg.payload.id }}"}
     assert p["hr3"]["response_as"] == "json" and p["hr3"]["fail_on_error_status"] is True
+    assert p["hr3"]["headers"] == {"X-Team": "blue", "Accept": "application/json"}
+    assert "Bearer abc" not in report.flow.dumps()
+    assert "'Authorization' holds a secret" in _node(report, "hr3").notes
     assert "{% raw %}" in p["tp3"]["template"]
     problems = [q for q in validate_flow(report.flow) if q.severity == "error"]
     assert problems == []

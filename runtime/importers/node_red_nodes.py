@@ -534,12 +534,30 @@ def _http_request(n: dict, env: Env) -> Mapped:
         out.review("a binary response (Buffer) is read as auto (text or JSON)")
     if n.get("senderr"):
         out.params["fail_on_error_status"] = c(True)
+    headers = {}
+    for h in n.get("headers") or []:
+        if not isinstance(h, dict):
+            continue
+        name = h.get("keyValue") if h.get("keyType") == "other" else h.get("keyType")
+        value = h.get("valueValue") if h.get("valueType") == "other" else h.get("valueType")
+        if h.get("keyType") in ("msg", "flow", "global", "env") \
+                or h.get("valueType") in ("msg", "flow", "global", "env"):
+            out.review(f"header {str(name)[:60]!r} is read from {h.get('valueType')}: not mapped")
+        elif _SECRET_HEADER.search(str(name)):
+            out.review(f"header {str(name)[:60]!r} holds a secret: not imported (set auth/token)")
+        elif name:
+            headers[str(name)] = str(value or "")
+    if headers:
+        out.params["headers"] = c(headers)
     if n.get("paytoqs") not in (None, False, "ignore"):
         out.review("payload as query parameters is not mapped")
     if n.get("authType") or n.get("tls") or n.get("proxy"):
         out.review("authentication, TLS or proxy settings (config nodes, credentials) are "
                    "not imported: set auth/username/password or verify_tls")
     return out
+
+
+_SECRET_HEADER = re.compile(r"authorization|cookie|key|token|secret|password", re.I)
 
 
 def _filename(n: dict, out: Mapped, env: Env) -> dict[str, Any]:
