@@ -637,3 +637,24 @@ def test_a_placeholder_keeps_no_secret():
     original = report.flow.node("m").params["original"].value
     assert original["topic"] == "a/b" and original["broker"]["host"] == "h"
     assert original["password"] == "(not imported: a secret)"
+
+
+@pytest.mark.parametrize(("entry", "says"), [
+    ({"type": "change", "action": "replace", "property": "payload", "from": "a", "to": "b"},
+     "before 0.14"),
+    ({"type": "switch", "property": "payload", "rules": [{"t": "else"}], "repair": True},
+     "'recreate message sequences' is not mapped"),
+    ({"type": "split", "addname": "key"}, "copying the key to msg.key"),
+    ({"type": "delay", "pauseType": "rate", "rate": "2", "allowrate": True},
+     "msg.rate overriding the rate"),
+    ({"type": "csv", "sep": ",", "skip": "2"}, "skipping the first 2 lines"),
+    ({"type": "switch", "property": "payload", "rules": [{"t": "btwn", "v": "1", "v2": "3"}]},
+     "rule 1: 'btwn' is not mapped; the rule never matches"),
+    ({"type": "http in", "url": "/user/:id", "method": "get"}, "route parameters"),
+    ({"type": "file", "filename": "/tmp/x", "appendNewline": True}, "adds a newline"),
+])
+def test_settings_that_do_not_map_are_marked_review(entry, says):
+    report = import_node_red(json.dumps([{"id": "n", "x": 1, "y": 1, "wires": [[]], **entry}]))
+    node = report.flow.node("n")
+    assert report.table[entry["type"]] == Counter(review=1), node.notes
+    assert says in node.notes

@@ -219,6 +219,9 @@ def _debug(n: dict, env: Env) -> Mapped:
 def _change(n: dict, env: Env) -> Mapped:
     out = Mapped("core.change")
     rules = []
+    if not n.get("rules") and n.get("action"):
+        out.review(f"a change node of Node-RED before 0.14 (action {str(n.get('action'))[:20]!r} "
+                   f"on {str(n.get('property'))[:60]!r}): not mapped")
     for i, r in enumerate(n.get("rules") or []):
         if not isinstance(r, dict):
             continue
@@ -329,6 +332,8 @@ def _switch(n: dict, env: Env) -> Mapped:
         rules.append(rule)
     out.params["rules"] = c(rules or [{"op": "else"}])
     out.params["mode"] = c("all" if str(n.get("checkall", "true")) == "true" else "first")
+    if n.get("repair"):
+        out.review("'recreate message sequences' is not mapped")
     out.ports = [f"out{i}" for i in range(max(len(rules), 1))]
     return out
 
@@ -400,6 +405,9 @@ def _split(n: dict, env: Env) -> Mapped:
     out.params["path"] = c(str(n.get("property") or "payload"))
     if str(n.get("arraySplt", 1)) != "1" or n.get("arraySpltType", "len") != "len":
         out.review(f"splits arrays in chunks of {n.get('arraySplt')}: splits per element")
+    if n.get("addname"):
+        out.review(f"copying the key to msg.{str(n.get('addname'))[:60]} is not mapped "
+                   "(it is in msg.parts.key)")
     return out
 
 
@@ -455,6 +463,8 @@ def _delay(n: dict, env: Env) -> Mapped:
                           mode=c("drop" if n.get("drop") else "queue"))
         if kind != "rate":
             out.review(f"'{kind}' mode (per topic) is not mapped: limits all messages together")
+        if n.get("allowrate"):
+            out.review("msg.rate overriding the rate is not mapped")
         return out
     out = Mapped("core.delay")
     try:
@@ -601,50 +611,22 @@ def _file_out(n: dict, env: Env) -> Mapped:
     return out
 
 
-_CSV_CODE = '''# Node-RED csv node, as Python: text -> one message per row (or a list),
-# an object or list of objects -> CSV text.
-import csv
-import io
-
-sep, header = {sep!r}, {header!r}
-columns = {columns!r}
-value = msg.get("payload")
-if isinstance(value, str):
-    rows = list(csv.reader(io.StringIO(value), delimiter=sep))
-    names = rows.pop(0) if header and rows else (columns or [f"col{{i + 1}}" for i in range(max(map(len, rows), default=0))])
-    def num(v):
-        try:
-            return int(v) if v.lstrip("-").isdigit() else float(v)
-        except ValueError:
-            return v
-    records = [{{k: num(v) for k, v in zip(names, row)}} for row in rows]
-    if {each!r}:
-        return [dict(msg, payload=r) for r in records]
-    msg["payload"] = records
-    return msg
-records = value if isinstance(value, list) else [value]
-names = columns or list(dict.fromkeys(k for r in records for k in r))
-buf = io.StringIO()
-w = csv.writer(buf, delimiter=sep, lineterminator={ret!r})
-if {header_out!r}:
-    w.writerow(names)
-for r in records:
-    w.writerow([r.get(k, "") for k in names])
-msg["payload"] = buf.getvalue()
-return msg
-'''
-
-
 def _csv(n: dict, env: Env) -> Mapped:
+    from .node_red_python import CSV_CODE
+
     out = Mapped("core.python")
     sep = {"\\t": "\t", "tab": "\t"}.get(str(n.get("sep", ",")), str(n.get("sep") or ","))
     cols = [s.strip() for s in str(n.get("temp") or "").split(",") if s.strip()]
     ret = {"\\r\\n": "\r\n", "\\n": "\n", "\\r": "\r"}.get(str(n.get("ret") or "\\n"), "\n")
-    out.params["code"] = c(_CSV_CODE.format(
+    out.params["code"] = c(CSV_CODE.format(
         sep=sep[:1], header=bool(n.get("hdrin")), columns=cols, each=n.get("multi") == "one",
         ret=ret, header_out=n.get("hdrout") not in (False, "none", "", None)))
     out.review("the csv node became a Python node doing the same conversion: check quoting "
                "and number handling")
+    if str(n.get("skip") or "0") != "0":
+        out.review(f"skipping the first {n.get('skip')} lines is not mapped")
+    if n.get("strings") is False:
+        out.review("numbers are parsed (Node-RED's 'parse numerical values' was off)")
     return out
 
 

@@ -1,6 +1,6 @@
 """Node-RED nodes whose work Switchboard's core nodes cannot do, written as
 the code of a core.python node that does it: a change node with search and
-replace rules, the json node."""
+replace rules, the json node, the csv node."""
 
 from __future__ import annotations
 
@@ -113,3 +113,37 @@ return msg
 def json_code(name: str, action: str, path: str, pretty: bool) -> str:
     return _JSON_CODE.format(name=f" '{name}'" if name else "", action=action, path=path,
                              indent=4 if pretty else None)
+
+
+CSV_CODE = '''# Node-RED csv node, as Python: text -> one message per row (or a list),
+# an object or list of objects -> CSV text.
+import csv
+import io
+
+sep, header = {sep!r}, {header!r}
+columns = {columns!r}
+value = msg.get("payload")
+if isinstance(value, str):
+    rows = list(csv.reader(io.StringIO(value), delimiter=sep))
+    names = rows.pop(0) if header and rows else (columns or [f"col{{i + 1}}" for i in range(max(map(len, rows), default=0))])
+    def num(v):
+        try:
+            return int(v) if v.lstrip("-").isdigit() else float(v)
+        except ValueError:
+            return v
+    records = [{{k: num(v) for k, v in zip(names, row)}} for row in rows]
+    if {each!r}:
+        return [dict(msg, payload=r) for r in records]
+    msg["payload"] = records
+    return msg
+records = value if isinstance(value, list) else [value]
+names = columns or list(dict.fromkeys(k for r in records for k in r))
+buf = io.StringIO()
+w = csv.writer(buf, delimiter=sep, lineterminator={ret!r})
+if {header_out!r}:
+    w.writerow(names)
+for r in records:
+    w.writerow([r.get(k, "") for k in names])
+msg["payload"] = buf.getvalue()
+return msg
+'''
