@@ -294,6 +294,42 @@ async def test_inject_sends_count_messages_with_payload_and_topic():
     assert len({m["_msgid"] for m in seen}) == 3
 
 
+@pytest.mark.parametrize("kind, payload, reads", [
+    ("JSON", '{"a": [1, 2]}', 1),  # the same every message: read (parsed) once
+    ("number", "42", 1),
+    ("timestamp", None, 5),  # the clock, per message
+    ("env variable", "SB_INJECT_TEST", 5),  # the environment may change between messages
+])
+async def test_inject_reads_a_fixed_payload_once_and_a_live_one_per_message(
+        monkeypatch, kind, payload, reads):
+    import nodes.core.inject_debug as inject
+
+    monkeypatch.setenv("SB_INJECT_TEST", "x")
+    calls = []
+    real = inject.read_payload
+
+    def counted(*args, **kwargs):
+        if "environ" not in kwargs:  # a run's read, not the flow's check
+            calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(inject, "read_payload", counted)
+    params = {"payload_type": kind, "count": 5, "topic": "t"}
+    if payload is not None:
+        params["payload"] = payload
+    flow = make_flow([N("src", "core.inject", **params),
+                      N("tag", "core.change", rules=[{"action": "set", "path": "topic",
+                                                      "value": "changed"}]),
+                      N("sink", "test.sink")], ["src->tag", "tag->sink"])
+    r = await run(flow)
+    seen = r.node("sink").seen
+    assert len(seen) == 5 and len(calls) == reads
+    assert all(m["topic"] == "changed" for m in seen)
+    if kind == "JSON":  # each message its own payload, the one read kept as it was
+        assert all(m["payload"] == {"a": [1, 2]} for m in seen)
+        assert len({id(m["payload"]) for m in seen}) == 5
+
+
 async def test_inject_repeat_sends_count_messages():
     flow = make_flow([N("src", "core.inject", payload=1, count=4, repeat_seconds=0.001),
                       N("sink", "test.sink")], ["src->sink"])

@@ -181,8 +181,21 @@ class Inject(Node):
         chosen = settings.get("payload_type")
         # An expression may choose the type per message; a fixed one is known now.
         self._kind_fixed = chosen is None or chosen.scope is Scope.CUSTOM
+        # (payload, topic) once read, when every message gets the same: the
+        # type, payload and topic are no templates and the type reads neither
+        # the clock nor the environment (which may change between messages).
+        self._same: tuple[Any, Any] | None = None
+        self._same_each = self._kind_fixed and self._kind not in ("timestamp", "env variable") \
+            and all((settings.get(k) is None or settings[k].scope is not Scope.EXPRESSION)
+                    for k in ("payload", "topic"))
 
     def make(self, i: int = 0) -> Message:
+        same = self._same
+        if same is not None:
+            payload, topic = same
+            if isinstance(payload, (dict, list)):
+                payload = deep_copy(payload)  # each message its own
+            return Message(_msgid=new_msgid(), payload=payload, topic=topic)
         kind = self._kind if self._kind_fixed else self.payload_type.get()
         if kind not in PAYLOAD_TYPES:
             raise NodeConfigError(f"payload_type: {kind!r} is not one of "
@@ -191,9 +204,12 @@ class Inject(Node):
             payload = read_payload(kind, self.payload.get())
         except PayloadError as exc:
             raise NodeConfigError(f"payload: {kind} payload: {exc}") from None
+        topic = self.topic.get()
+        if self._same_each:
+            self._same = (payload, topic)  # read once: JSON is not parsed per message
         if isinstance(payload, (dict, list)):
             payload = deep_copy(payload)  # each message its own; str/number/bool are immutable
-        return Message(_msgid=new_msgid(), payload=payload, topic=self.topic.get())
+        return Message(_msgid=new_msgid(), payload=payload, topic=topic)
 
     async def generate(self) -> None:
         count = self.count.get()
