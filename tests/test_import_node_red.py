@@ -120,6 +120,20 @@ def _import_export(node_red, tmp_path, name: str):
     return export, report
 
 
+def _cli(capsys, *args: str) -> tuple[int, str, str]:
+    """The CLI's own main() in this process (the same code as the command,
+    without a Python start per call)."""
+    from runtime.cli import main
+
+    capsys.readouterr()
+    try:
+        code = main(list(args))
+    except SystemExit as exc:  # a flow that does not load ends the command so
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
 def _node(report, node_id):
     node = report.flow.node(node_id)
     assert node is not None, f"{node_id} not in {[n.id for n in report.flow.nodes]}"
@@ -350,28 +364,7 @@ def test_sequence_file_csv_http_nodes(node_red, tmp_path):
     assert TextTemplate(p["tp3"]["template"]).render({}) == "raw {{not mustache}} {% neither %}"
 
 
-def test_csv_node_converts_like_node_red(tmp_path):
-    """The csv node became Python doing the conversion: run it for real."""
-    report = import_node_red(json.dumps(_source("sequence.json")))
-    code = _params(_node(report, "cv3"))["code"]
-    flow = {"format": "switchboard.flow/1", "nodes": [
-        {"id": "i", "type": "core.inject", "params": {
-            "payload": {"scope": "custom", "value": "a,b\n1,x\n2,y\n"}}},
-        {"id": "c", "type": "core.python", "params": {"code": {"scope": "custom",
-                                                                "value": code}}},
-        {"id": "d", "type": "core.debug"}],
-        "wires": [{"from": ["i", "out"], "to": ["c", "in"]}, {"from": ["c", "out"], "to": ["d", "in"]}]}
-    f = tmp_path / "csv.flow.json"
-    f.write_text(json.dumps(flow))
-    r = subprocess.run(CLI + ["run", str(f), "--no-history"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    lines = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
-    # multi "mult" in Node-RED: one message with the rows as an array.
-    assert [x["value"] for x in lines] == [[{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]]
-
-
-def test_function_and_unknown_type_placeholder_blocks_run(node_red, tmp_path):
+def test_function_and_unknown_type_placeholder_blocks_run(node_red, tmp_path, capsys):
     export, report = _import_export(node_red, tmp_path, "function-unknown.json")
     fn = _node(report, "fn4")
     code = _params(fn)["code"]
@@ -386,15 +379,13 @@ def test_function_and_unknown_type_placeholder_blocks_run(node_red, tmp_path):
     # The CLI: writes the flow, prints the table; the run is refused (exit 2) naming the type.
     src = tmp_path / "leftovers.json"
     src.write_text(json.dumps(export))
-    r = subprocess.run(CLI + ["import", "node-red", str(src)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
+    code, out, err = _cli(capsys, "import", "node-red", str(src))
+    assert code == 0, err
     out_path = tmp_path / "leftovers.flow.json"
-    assert out_path.is_file() and f"wrote {out_path}" in r.stdout
-    assert "ui_button" in r.stdout and "total (6)" in r.stdout
-    again = subprocess.run(CLI + ["import", "node-red", str(src)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=60)
-    assert again.returncode == 2 and "--force" in again.stderr
+    assert out_path.is_file() and f"wrote {out_path}" in out
+    assert "ui_button" in out and "total (6)" in out
+    code, out, err = _cli(capsys, "import", "node-red", str(src))
+    assert code == 2 and "--force" in err
     run = subprocess.run(CLI + ["run", str(out_path), "--no-history"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2
@@ -403,7 +394,7 @@ def test_function_and_unknown_type_placeholder_blocks_run(node_red, tmp_path):
     assert "Traceback" not in run.stderr
 
 
-def test_bench_flow_imports_and_runs(tmp_path):
+def test_bench_flow_imports_and_runs(tmp_path, capsys):
     """shared/bench/nodered's flows (vendored): chains of function, change,
     junction and its own perf-* nodes."""
     report = read_node_red(DATA / "bench-flows.json")
@@ -421,9 +412,8 @@ def test_bench_flow_imports_and_runs(tmp_path):
     # core nodes (inject/debug) the chains run.
     path = tmp_path / "bench.flow.json"
     path.write_text(report.flow.dumps())
-    r = subprocess.run(CLI + ["run", str(path), "--no-history"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=60)
-    assert r.returncode == 2 and "(type 'perf-src')" in r.stderr
+    code, _out, err = _cli(capsys, "validate", str(path))
+    assert code == 2 and "(type 'perf-src')" in err
     data = json.loads(path.read_text())
     keep = []
     for n in data["nodes"]:
@@ -492,7 +482,7 @@ def _cycle() -> list:
         {"id": "i", "type": "subflow:A", "z": "t", "x": 10, "y": 10, "wires": []}]
 
 
-def test_subflow_cycle_and_cli_errors(tmp_path):
+def test_subflow_cycle_and_cli_errors(tmp_path, capsys):
     with pytest.raises(NodeRedImportError, match="subflow 'Alpha' contains itself "
                                                  r"\('Alpha' -> 'Beta' -> 'Alpha'\)"):
         import_node_red(json.dumps(_cycle()))
@@ -501,13 +491,17 @@ def test_subflow_cycle_and_cli_errors(tmp_path):
         (tmp_path / name).write_text(text)
     big = tmp_path / "big.json"
     big.write_text("[" + " " * 100 + "]")
-    env = dict(os.environ)
-    for name, says in (("cycle.json", "contains itself"), ("bad.json", "not JSON"),
-                       ("obj.json", "this is a JSON object"), ("missing.json", "cannot read")):
-        r = subprocess.run(CLI + ["import", "node-red", str(tmp_path / name)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=60, env=env)
-        assert r.returncode == 2, (name, r.stderr)
-        assert says in r.stderr and name in r.stderr and "Traceback" not in r.stderr
+    for name, says in (("cycle.json", "contains itself"), ("obj.json", "this is a JSON object"),
+                       ("missing.json", "cannot read")):
+        code, _out, err = _cli(capsys, "import", "node-red", str(tmp_path / name))
+        assert code == 2, (name, err)
+        assert says in err and name in err
+    # And once as the command, as a user runs it: one line, no traceback.
+    r = subprocess.run(CLI + ["import", "node-red", str(tmp_path / "bad.json")], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("switchboard: ") and r.stderr.count("\n") == 1
+    assert "bad.json: not JSON" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "cycle.flow.json").exists()
 
 
