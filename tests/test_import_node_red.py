@@ -652,3 +652,12 @@ def test_settings_that_do_not_map_are_marked_review(entry, says):
     node = report.flow.node("n")
     assert report.table[entry["type"]] == Counter(review=1), node.notes
     assert says in node.notes
+
+
+def test_a_wire_to_a_node_not_in_the_file_is_said():
+    flows = [{"id": "a", "type": "inject", "x": 1, "y": 1, "wires": [["gone", "b"]]},
+             {"id": "b", "type": "debug", "x": 2, "y": 1, "wires": []}]
+    report = import_node_red(json.dumps(flows))
+    assert "output 1 went to 'gone', which is not in the file" in report.flow.node("a").notes
+    assert report.table["inject"] == Counter(review=1)
+    assert [(w.source[0], w.target[0]) for w in report.flow.wires] == [("a", "b")]

@@ -434,7 +434,12 @@ class _Importer:
             for i, port in enumerate(n.get("wires") or []):
                 targets: list[str] = []
                 for t in port:
-                    targets += self._targets(p.prefix + t, p.prefix, set())
+                    tk = p.prefix + t
+                    if tk not in self.placed and tk not in self.virtual \
+                            and tk not in self.instances:
+                        mp.review(f"output {i + 1} went to {t!r}, which is not in the file")
+                        self.status[n["id"]] = worse(self.status[n["id"]], mp.status)
+                    targets += self._targets(tk, p.prefix, set())
                 for inst_key, k in self.feeds.get((key, i), []):
                     targets += self._instance_out(inst_key, k, set())
                 if not targets:
