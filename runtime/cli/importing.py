@@ -21,7 +21,8 @@ replaced. Groups and comments are kept as notes. See docs/import-node-red.md."""
 
 def _add_import_parser(sub: Any) -> None:
     i = sub.add_parser("import", help="turn another tool's flow into a Switchboard flow")
-    isub = i.add_subparsers(dest="import_command", required=True, parser_class=_Parser)
+    isub = i.add_subparsers(dest="import_command", required=True, parser_class=_Parser,
+                            metavar="node-red")
     nr = isub.add_parser("node-red", help="import a Node-RED export (flows.json)",
                          epilog=IMPORT_EPILOG,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
