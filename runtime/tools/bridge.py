@@ -367,9 +367,15 @@ class ToolBridge(BackgroundTasks):
                     return self._settled(running, done.value, parent)
                 finally:
                     TOOL_CALL.reset(token)
-                status = running.live()
-                if not status.shown:
-                    status.publish("running")
+                if bus.active:
+                    # Shown running (queued, running) to whoever listens. With
+                    # no one listening the live status is made only if its
+                    # node reports progress (running.live()): the phases it
+                    # would keep could reach no one, and making it, keeping
+                    # it and dropping it cost every call that suspends.
+                    status = running.live()
+                    if not status.shown:
+                        status.publish("running")
                 return await self._wait(running, timeout, parent)
         started = self._begin(base, call_id, name, raw_args, parent)
         if isinstance(started, _Waiting):

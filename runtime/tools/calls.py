@@ -259,8 +259,9 @@ def _expire_due(ref: weakref.ref[_Deadlines]) -> None:
 class _Running:
     """A tool call on its way: its node's first step, and the rest if it did
     not finish in it. Its live status (CallStatus) is made when something
-    needs it (progress, a wait, a background start): most calls end in
-    their first step and never do. It is also what ``TOOL_CALL`` holds
+    needs it (progress, a wait that someone listening to the run's events
+    can see, a background start): most calls end in their first step, or
+    wait with no one listening, and never do. It is also what ``TOOL_CALL`` holds
     while its node runs (``node`` and ``progress`` are what Node.progress
     reaches for)."""
 
