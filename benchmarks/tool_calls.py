@@ -9,7 +9,10 @@ in the same run (the goals are ratios to it):
 - the same inside whole agent turns (scripted provider): one call per LLM
   turn (goal: <= 2.5x a plain tool call), and 2,000 calls in one turn;
 - throughput with 1, 16 and 256 calls in flight (a tool that yields once);
-- 100 parallel calls of a tool that sleeps 0.1 s.
+- 100 parallel calls of a tool that sleeps 0.1 s;
+- an agent run of 10, 100 and 500 one-call turns with an event
+  subscriber, CPU time per turn: constant if a run's cost is linear in its
+  turns (each llm.request event carries the whole conversation so far).
 
     python benchmarks/tool_calls.py [--calls N] [--repeat R]
 
@@ -185,6 +188,18 @@ async def main(calls: int, repeat: int) -> None:
                         * turns + [{"text": "done"}], "bench.yield", turns + 1)
         t = best_of([await run_flow(flow) for _ in range(repeat)])
         print(f"    {width:>3} in flight                         {turns * width / t:9,.0f} /s")
+
+    print("  an agent run with an event subscriber, CPU time per turn (one call a turn):")
+    for turns in (10, 100, 500):
+        flow = flow_for([{"tool_calls": [call]}] * turns + [{"text": "done"}], "bench.noop",
+                        turns + 1)
+        used = []
+        for _ in range(2):
+            c0 = time.process_time()
+            await run_flow(flow, events=True)
+            used.append(time.process_time() - c0)
+        print(f"    {turns:>4} turns                            "
+              f"{min(used) / turns * 1e6:9.1f} us a turn")
 
     sleepers = flow_for([{"tool_calls": [{"name": "sleep", "arguments": {"seconds": 0.1}}] * 100},
                          {"text": "done"}], "bench.sleep", 2)
