@@ -222,6 +222,23 @@ def make_flow(nodes: Iterable[dict], wires: Iterable[str] = (), name: str = "tes
     return Flow.model_validate(flow_data(nodes, wires, name))
 
 
+def agent_with_tool(tool_type: str) -> Flow:
+    """inject -> a scripted agent whose tools port is wired to one node of
+    ``tool_type`` (for tests that drive the agent's ToolBridge by hand)."""
+    from runtime.flow import parse_flow
+
+    def fixed(v: Any) -> dict:
+        return {"scope": "custom", "value": v}
+
+    return parse_flow({"format": FORMAT, "name": "t", "nodes": [
+        {"id": "ask", "type": "core.inject", "params": {"payload": fixed("go")}},
+        {"id": "agent", "type": "ai.agent", "params": {
+            "provider": fixed("scripted"), "script": fixed([{"text": "x"}])}},
+        {"id": "tool", "type": tool_type},
+    ], "wires": [{"from": ["ask", "out"], "to": ["agent", "in"]},
+                 {"from": ["agent", "tools"], "to": ["tool", "in"]}]})
+
+
 def chain(*types_and_params: tuple[str, dict], payload: Any = 0, count: int = 1) -> Flow:
     """inject -> n1 -> n2 -> ...; node ids n1, n2, ..."""
     nodes = [N("src", "core.inject", payload=payload, count=count)]

@@ -20,11 +20,11 @@ from nodes.ai import Agent
 from nodes.core.inject_debug import DebugNode, Inject
 from runtime.engine import Engine
 from runtime.events import EventBus
-from runtime.flow import parse_flow
 from runtime.message import PARAMETERS, TOOL_DATA, TOOL_STATUS, Message
 from runtime.node import AI, CUSTOM, Node, Output, Param, Tool, node
 from runtime.registry import Registry
 from runtime.tools import ToolBridge
+from tests.runtime_fixtures import agent_with_tool
 
 
 @node("test.lean_mutate", name="Mutate", category="Test", tool=Tool("mutate", "Mutates"))
@@ -68,16 +68,7 @@ REGISTRY = Registry([Inject, DebugNode, Agent, MutateTool, ProgressTool, AsyncTo
 
 
 def bridge_for(tool_type: str) -> tuple[ToolBridge, list]:
-    def fixed(v):
-        return {"scope": "custom", "value": v}
-
-    flow = parse_flow({"format": "switchboard.flow/1", "name": "t", "nodes": [
-        {"id": "ask", "type": "core.inject", "params": {"payload": fixed("go")}},
-        {"id": "agent", "type": "ai.agent", "params": {
-            "provider": fixed("scripted"), "script": fixed([{"text": "x"}])}},
-        {"id": "tool", "type": tool_type},
-    ], "wires": [{"from": ["ask", "out"], "to": ["agent", "in"]},
-                 {"from": ["agent", "tools"], "to": ["tool", "in"]}]})
+    flow = agent_with_tool(tool_type)
     events: list = []
     bus = EventBus()
     bus.subscribe(events.append)

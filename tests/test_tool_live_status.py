@@ -14,11 +14,11 @@ from nodes.ai import Agent
 from nodes.core.inject_debug import DebugNode, Inject
 from runtime.engine import Engine
 from runtime.events import EventBus
-from runtime.flow import parse_flow
 from runtime.message import Message
 from runtime.node import AI, CUSTOM, Node, Output, Param, Tool, node
 from runtime.registry import Registry
 from runtime.tools import ToolBridge
+from tests.runtime_fixtures import agent_with_tool
 
 
 @node("test.ls_gate", name="Gate", category="Test", tool=Tool("gate", "Waits at a gate"))
@@ -40,16 +40,7 @@ REGISTRY = Registry([Inject, DebugNode, Agent, GateTool])
 
 
 def bridge_for(bus: EventBus) -> ToolBridge:
-    def fixed(v):
-        return {"scope": "custom", "value": v}
-
-    flow = parse_flow({"format": "switchboard.flow/1", "name": "t", "nodes": [
-        {"id": "ask", "type": "core.inject", "params": {"payload": fixed("go")}},
-        {"id": "agent", "type": "ai.agent", "params": {
-            "provider": fixed("scripted"), "script": fixed([{"text": "x"}])}},
-        {"id": "tool", "type": "test.ls_gate"},
-    ], "wires": [{"from": ["ask", "out"], "to": ["agent", "in"]},
-                 {"from": ["agent", "tools"], "to": ["tool", "in"]}]})
+    flow = agent_with_tool("test.ls_gate")
     return ToolBridge(Engine(flow, REGISTRY, bus, record=False), "agent")
 
 
