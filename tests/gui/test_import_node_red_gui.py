@@ -80,6 +80,12 @@ def test_import_node_red_menu_opens_the_flow_and_the_table(make_window, tmp_path
     assert len(window.scene.node_items()) == len(ids)
     # The screenshot for docs/import-node-red.md: the canvas and the table, 1440x900.
     window.resize(1440, 900)
+    window.show()
+    qtbot.waitExposed(window)
+    # The flow's check runs after a quiet moment; then the tab strip and the
+    # status bar make room for its counts ("Problems (2)", "1 error").
+    qtbot.waitUntil(lambda: bool(window.document.problems))
+    QApplication.processEvents()
     QApplication.processEvents()
     window.view.fit_readable()
     geo = window.geometry()
