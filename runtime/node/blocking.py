@@ -1,13 +1,29 @@
 """Blocking work off the event loop: ``run_in_thread`` runs a call in a
 daemon thread of its own that the awaiting task may stop waiting for (a
 blocking node's on_message in tool mode, Node.run_blocking, a sandbox's
-start)."""
+start); ``runs_here`` tells whether a loop is the one running the caller."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
 from typing import Any
+
+
+def runs_here(loop: Any) -> bool:
+    """Whether ``loop`` is the event loop running the caller. A loop that
+    says which thread runs it (asyncio's own, in run_forever: only one loop
+    runs in a thread at a time) is checked by thread, since
+    ``asyncio.get_running_loop()`` costs a getpid() system call in Python
+    3.11 (per call to a plugin, per timed tool call); any other (one that
+    does not say, or qasync's, running without run_forever) is compared
+    with the running loop."""
+    thread = getattr(loop, "_thread_id", None)
+    if thread is not None:
+        return thread == threading.get_ident()
+    import asyncio
+
+    return loop is asyncio.get_running_loop()
 
 
 async def run_in_thread(fn: Callable[..., Any], *args: Any) -> Any:

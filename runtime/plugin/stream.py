@@ -31,7 +31,6 @@ import itertools
 import logging
 import math
 import subprocess
-import threading
 from typing import Any, get_args, get_type_hints
 
 import grpc
@@ -39,6 +38,7 @@ import grpc
 from ..events import NodeStatus
 from ..message import Message
 from ..node import NodeConfigError
+from ..node.blocking import runs_here
 from . import wire
 from .discovery import PluginError
 from .pb import plugin_pb2 as pb
@@ -176,20 +176,8 @@ class _Connection:
         self._read_on()
 
     def usable(self) -> bool:
-        """Alive, and its loop is the one running the caller. A loop that
-        says which thread runs it (asyncio's own loops, in run_forever) is
-        checked by thread: ``asyncio.get_running_loop()`` costs a getpid()
-        system call in Python 3.11, on every call to a plugin. Any other
-        (a loop that does not say, or qasync's, running without
-        run_forever) is compared with the running loop."""
-        if not self.alive:
-            return False
-        # Only one loop runs in a thread at a time, and run_forever records
-        # its thread while it runs.
-        thread = getattr(self.loop, "_thread_id", None)
-        if thread is not None:
-            return thread == threading.get_ident()
-        return self.loop is asyncio.get_running_loop()
+        """Alive, and its loop is the one running the caller."""
+        return self.alive and runs_here(self.loop)
 
     async def _keep(self) -> None:
         """Lives as long as the stream. When the loop ends first (its tasks

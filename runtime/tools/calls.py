@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import threading
 import time
 import types
 import uuid
@@ -25,6 +24,7 @@ from ..arguments import masked, short
 from ..events import ToolStatus
 from ..message import to_jsonable
 from ..node import redact
+from ..node.blocking import runs_here
 from .schema import ToolDef
 
 #: json.dumps(x, ensure_ascii=False, default=str), with the encoder made
@@ -196,12 +196,8 @@ class _Deadlines:
         self.timer_at = math.inf
 
     def usable(self) -> bool:
-        """Its loop is the one running the caller (by thread, as the plugin
-        stream checks: ``asyncio.get_running_loop()`` costs a getpid())."""
-        thread = getattr(self.loop, "_thread_id", None)
-        if thread is not None:
-            return thread == threading.get_ident()
-        return self.loop is asyncio.get_running_loop()
+        """Its loop is the one running the caller."""
+        return runs_here(self.loop)
 
     def enter(self, r: _Running, timeout: float) -> None:
         """Time ``r``, a call awaited by the current task, from now."""
