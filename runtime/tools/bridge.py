@@ -349,34 +349,22 @@ class ToolBridge(BackgroundTasks):
                                          else event_args(args, checked=True)))
                 running = _Running(call_id, caller_id, name, tool.node_id, args, t0, None, self,
                                    parent)
+                if not inline:
+                    started = self._start(base, running, tool, parent)
+                    if isinstance(started, ToolOutcome):
+                        return started
+                    return await self._wait(started, timeout, parent)
+                # A plain function that never waits: it cannot suspend, so it
+                # needs no timer, and awaiting it costs no StopIteration as
+                # stepping it by hand (_start) does.
                 running.step = step = self.engine.run_as_tool(
                     tool.node_id, self.request(base, caller_id, tool, args))
                 token = TOOL_CALL.set(running)
-                if inline:
-                    # A plain function that never waits: it cannot suspend,
-                    # so it needs no timer, and awaiting it costs no
-                    # StopIteration as stepping it by hand does.
-                    try:
-                        resp = await step
-                    finally:
-                        TOOL_CALL.reset(token)
-                    return self._settled(running, resp, parent)
                 try:
-                    running.pending = step.send(None)
-                except StopIteration as done:
-                    return self._settled(running, done.value, parent)
+                    resp = await step
                 finally:
                     TOOL_CALL.reset(token)
-                if bus.active:
-                    # Shown running (queued, running) to whoever listens. With
-                    # no one listening the live status is made only if its
-                    # node reports progress (running.live()): the phases it
-                    # would keep could reach no one, and making it, keeping
-                    # it and dropping it cost every call that suspends.
-                    status = running.live()
-                    if not status.shown:
-                        status.publish("running")
-                return await self._wait(running, timeout, parent)
+                return self._settled(running, resp, parent)
         started = self._begin(base, call_id, name, raw_args, parent)
         if isinstance(started, _Waiting):
             started = await self._approve(base, started)
@@ -543,9 +531,15 @@ class ToolBridge(BackgroundTasks):
             return self._settled(running, done.value, parent)
         finally:
             TOOL_CALL.reset(token)
-        status = running.live()
-        if not status.shown:
-            status.publish("running")
+        if running.status is not None or self.engine.bus.active:
+            # Shown running (queued, running) to whoever listens. With no one
+            # listening a live status is made only if its node reports
+            # progress (running.live()): the phases it would keep could reach
+            # no one, and making, keeping and dropping it cost every call
+            # that suspends.
+            status = running.live()
+            if not status.shown:
+                status.publish("running")
         return running
 
     async def _wait(self, r: _Running, timeout: float | None, parent: str = "") -> ToolOutcome:
