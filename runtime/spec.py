@@ -18,6 +18,10 @@ class Scope(enum.StrEnum):
     # A template rendered per message (runtime.expressions). Not an Allow
     # flag: allowed wherever CUSTOM is and the param is no secret.
     EXPRESSION = "expression"
+    # Inside a subflow definition: the value of one of the subflow's own
+    # params (``ParamValue.param`` names it), set on each instance. Not an
+    # Allow flag either: allowed wherever CUSTOM is (runtime.flow.subflows).
+    SUBFLOW = "subflow"
 
     def __str__(self) -> str:
         return self.value
@@ -97,6 +101,10 @@ class ParamSpec(_Strict):
             # message: wherever a fixed value is allowed, except a secret
             # (which must name where it is kept, never be computed).
             return Scope.CUSTOM in self.allowed_scopes and not self.secret
+        if scope is Scope.SUBFLOW:
+            # The instance's setting of a subflow param stands in for a
+            # fixed value; a secret one passes the secret's reference.
+            return Scope.CUSTOM in self.allowed_scopes
         return scope in self.allowed_scopes
 
 
@@ -187,6 +195,7 @@ class ParamValue(BaseModel):
     value: Any = None  # scope custom; scope expression: the template text
     path: str | None = None  # scope message
     description: str | None = None  # scope ai: overrides what the LLM sees
+    param: str | None = None  # scope subflow: the name of the subflow's param
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"scope": self.scope.value}
@@ -194,6 +203,8 @@ class ParamValue(BaseModel):
             out["value"] = self.value
         elif self.scope is Scope.MESSAGE:
             out["path"] = self.path
+        elif self.scope is Scope.SUBFLOW:
+            out["param"] = self.param
         if self.description:
             out["description"] = self.description
         return out

@@ -614,6 +614,8 @@ def test_the_value_screen_knows_every_untyped_field():
         ("ParamValue", "value"), ("FlowNode", "pin"), ("Rule", "value"),  # walked
         ("FlowSettings", "budget_usd"),  # looked at (gt=0 lets Infinity through)
         ("ApprovalPolicy", "timeout_seconds"),  # gt=0 and le=7 days refuse NaN and Infinity
+        # A flow with subflows is walked whole (parse._suspect_values).
+        ("SubflowParam", "default"), ("SubflowParam", "visible_if"),
     }
 
 

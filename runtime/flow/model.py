@@ -7,10 +7,18 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, PrivateAttr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
 from ..approval import ApprovalPolicy
-from ..spec import ParamValue
+from ..spec import ParamType, ParamValue
 from ..text import printable
 
 if TYPE_CHECKING:
@@ -60,6 +68,10 @@ class FlowNode(BaseModel):
     #: Pinned data (runtime.pins): per output port, the messages sent instead
     #: of running the node, in runs that use pins.
     pin: dict[str, list[dict[str, Any]]] | None = None
+    #: An instance of a library subflow: the version and content hash it
+    #: pins (runtime.flow.subflows). None for every other node, and for an
+    #: instance of a definition kept in the flow file itself.
+    subflow: SubflowPin | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "type": self.type}
@@ -78,11 +90,23 @@ class FlowNode(BaseModel):
             out["notes"] = self.notes
         if self.pin is not None:
             out["pin"] = self.pin
+        if self.subflow is not None:
+            out["subflow"] = self.subflow.model_dump(mode="json")
         return out
 
 
 def _num(x: float) -> float | int:
     return int(x) if float(x).is_integer() else round(x, 2)
+
+
+class SubflowPin(BaseModel):
+    """What an instance of a library subflow runs: the definition's version
+    and the hash of its content (``SubflowDef.content_hash``), so that a run
+    is the same run tomorrow, or a clear error if the file changed."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: str = Field(min_length=1, max_length=100)
+    hash: str = Field(min_length=1, max_length=100)
 
 
 class Wire(BaseModel):
@@ -160,6 +184,111 @@ class FlowSettings(BaseModel):
         return v
 
 
+#: A subflow's name: what its instances' type says after ``subflow:``, its
+#: library file's name (NAME.subflow.json) and its tool name.
+SUBFLOW_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+#: A library subflow's version: semver, MAJOR.MINOR.PATCH[-prerelease].
+SEMVER_RE = r"^(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})(-[0-9A-Za-z.-]{1,40})?$"
+
+
+class SubflowParam(BaseModel):
+    """A param a subflow declares, set on each of its instances like a
+    node's param; inside, a node's param reads it with scope ``subflow``
+    (or a template with ``{{ subflow.NAME }}``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    label: str = Field(default="", max_length=200)
+    type: ParamType = ParamType.STR
+    description: str = Field(default="", max_length=10_000)
+    default: Any = None
+    #: Whether an instance may hand this param to the AI (scope ``ai``);
+    #: a secret never is.
+    ai_allowed: bool = False
+    secret: bool = False
+    choices: list[str] | None = Field(default=None, max_length=1000)
+    visible_if: dict[str, list[Any]] | None = None
+
+    @model_validator(mode="after")
+    def _no_ai_secret(self) -> SubflowParam:
+        if self.secret and self.ai_allowed:
+            raise ValueError(f"param '{self.name}': a secret is never given to the AI "
+                             "(ai_allowed must be false)")
+        if self.type is ParamType.ENUM and not self.choices:
+            raise ValueError(f"param '{self.name}': an enum needs its choices")
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_defaults=True) | {"name": self.name}
+
+
+class SubflowDef(BaseModel):
+    """A subflow: a flow with named inputs and outputs (its ``subflow.in``
+    and ``subflow.out`` nodes) and params of its own, placed in other flows
+    as one node of type ``subflow:NAME``. Kept in a flow file's
+    ``subflows`` section, or alone in a library file NAME.subflow.json
+    (``format`` switchboard.subflow/1, with a ``version``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    format: Literal["switchboard.subflow/1"] | None = None  # set in a library file
+    name: str = Field(pattern=SUBFLOW_NAME_RE)
+    label: str = Field(default="", max_length=200)
+    description: str = Field(default="", max_length=10_000)
+    version: str | None = Field(default=None, pattern=SEMVER_RE)
+    icon: str = Field(default="", max_length=100)
+    params: list[SubflowParam] = Field(default_factory=list, max_length=1000)
+    #: Used as an agent's tool: the first message that reaches a
+    #: ``subflow.out`` is the result, or (``list``) every message until the
+    #: call's run inside settles.
+    result: Literal["first", "list"] = "first"
+    nodes: list[FlowNode] = Field(default_factory=list)
+    wires: list[Wire] = Field(default_factory=list)
+
+    @property
+    def type(self) -> str:
+        """The node type of its instances."""
+        return "subflow:" + self.name
+
+    def param(self, name: str) -> SubflowParam | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    def as_flow(self) -> Flow:
+        """Its nodes and wires as a Flow (sharing them), to check and edit."""
+        return Flow(name=self.label or self.name, description=self.description or None,
+                    nodes=self.nodes, wires=self.wires)
+
+    def to_json(self, *, library: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if library:
+            out["format"] = SUBFLOW_FORMAT
+        out["name"] = self.name
+        for key in ("label", "description", "version", "icon"):
+            value = getattr(self, key)
+            if value:
+                out[key] = value
+        if self.params:
+            out["params"] = [p.to_json() for p in self.params]
+        if self.result != "first":
+            out["result"] = self.result
+        out["nodes"] = [n.to_json() for n in self.nodes]
+        out["wires"] = [w.to_json() for w in self.wires]
+        return out
+
+    def content_hash(self) -> str:
+        """``sha256:`` of its content in canonical JSON, version and format
+        left out: what an instance pins beside the version, so that a file
+        edited without a new version is seen."""
+        import hashlib
+
+        body = self.to_json()
+        body.pop("version", None)
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+SUBFLOW_FORMAT = "switchboard.subflow/1"
+
+
 class Flow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -169,6 +298,8 @@ class Flow(BaseModel):
     settings: FlowSettings = Field(default_factory=FlowSettings)
     nodes: list[FlowNode] = Field(default_factory=list)
     wires: list[Wire] = Field(default_factory=list)
+    #: Subflow definitions kept in this file (runtime.flow.subflows).
+    subflows: list[SubflowDef] = Field(default_factory=list, max_length=1000)
     _index: _NodeIndex = PrivateAttr(default_factory=lambda: _NodeIndex())
 
     @field_validator("format", mode="before")
@@ -208,7 +339,13 @@ class Flow(BaseModel):
             out["settings"] = settings
         out["nodes"] = [n.to_json() for n in self.nodes]
         out["wires"] = [w.to_json() for w in self.wires]
+        if self.subflows:
+            out["subflows"] = [d.to_json() for d in self.subflows]
         return out
+
+    def subflow(self, name: str) -> SubflowDef | None:
+        """The definition of this name kept in the flow file, or None."""
+        return next((d for d in self.subflows if d.name == name), None)
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"

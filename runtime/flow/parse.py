@@ -79,6 +79,10 @@ def _suspect_values(flow: Flow, check_numbers: bool) -> bool:
     values) and its plain float fields can (the rest is typed, a few levels
     deep, and position is FiniteFloat); tests/test_flow.py's
     test_the_value_screen_knows_every_untyped_field keeps this list whole."""
+    if flow.subflows:
+        # Definitions nest nodes a level deeper, and declare defaults and
+        # visible_if values of any type: the whole walk takes them.
+        return True
     budget = flow.settings.budget_usd
     if check_numbers and budget is not None and budget - budget != 0:
         return True
