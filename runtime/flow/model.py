@@ -253,9 +253,14 @@ class SubflowDef(BaseModel):
         return next((p for p in self.params if p.name == name), None)
 
     def as_flow(self) -> Flow:
-        """Its nodes and wires as a Flow (sharing them), to check and edit."""
-        return Flow(name=self.label or self.name, description=self.description or None,
-                    nodes=self.nodes, wires=self.wires)
+        """Its nodes and wires as a Flow (sharing them), to check and edit:
+        the Flow's ``nodes`` and ``wires`` are this definition's own lists,
+        so that a node added to one is in the other (validation copies the
+        lists it is given, so they are set after)."""
+        flow = Flow(name=self.label or self.name, description=self.description or None)
+        flow.nodes = self.nodes
+        flow.wires = self.wires
+        return flow
 
     def to_json(self, *, library: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {}
