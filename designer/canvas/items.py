@@ -53,6 +53,11 @@ RUN_LINE_GAP_PORTS = 22.0
 RUN_LINE_GAP_ABOVE = 8.0
 RUN_LINE_H = 16.0
 GRID = 20.0
+#: Every subflow's colour: its instances' and its inputs' and outputs'.
+SUBFLOW_COLOR = "#8d6e63"
+# A subflow instance: a second card peeks out behind its top-right corner
+# (a stack: there is a flow inside), this far.
+STACK_OFFSET = 4.0
 
 # Zoom levels at which a node stops drawing text, and the scene switches to
 # its batched overview.
@@ -131,6 +136,10 @@ class NodeLook:
     hooks: list[tuple[str, str]] = field(default_factory=list)
     #: The node holds pinned data (runtime.pins): a badge on its top edge.
     pinned: bool = False
+    #: An instance of a subflow: drawn as a small stack of cards.
+    subflow: bool = False
+    #: The library's newer version of the subflow it pins ("1.1.0"): a badge.
+    newer: str | None = None
 
 
 def look_for(doc, node_id: str) -> NodeLook:
@@ -170,10 +179,23 @@ def look_for(doc, node_id: str) -> NodeLook:
     if fnode.pin is not None:
         tip += ("<br><b>Pinned:</b> its output is fixed; it does not run while Run &gt; "
                 "Use Pinned Data is on.")
+    subtitle = spec.name if fnode.name and fnode.name != spec.name else spec.category
+    instance = spec.type.startswith("subflow:")
+    newer = None
+    if instance:
+        newer = doc.newer_version(node_id) if hasattr(doc, "newer_version") else None
+        kind = f"Subflow v{fnode.subflow.version}" if fnode.subflow else "Subflow"
+        subtitle = f"{spec.name} · {kind}" if fnode.name and fnode.name != spec.name else kind
+        tip += ("<br>A subflow: its inputs and outputs are its ports"
+                + (f"; pins version {fnode.subflow.version} of the library's"
+                   if fnode.subflow else "; defined in this flow") + ".")
+        if newer:
+            tip += (f"<br><b>Version {newer} is in the library.</b> Properties &gt; "
+                    "Update brings this instance to it.")
     return NodeLook(
         title=fnode.name or spec.name,
-        subtitle=spec.name if fnode.name and fnode.name != spec.name else spec.category,
-        color=spec.color or "#7a869a",
+        subtitle=subtitle,
+        color=spec.color or (SUBFLOW_COLOR if instance else "#7a869a"),
         icon=spec.icon or "generic",
         inputs=[(p.name, p.label or p.name) for p in spec.inputs],
         outputs=regular,
@@ -186,6 +208,8 @@ def look_for(doc, node_id: str) -> NodeLook:
         tooltip=tip,
         hooks=hooks,
         pinned=fnode.pin is not None,
+        subflow=instance,
+        newer=newer,
     )
 
 
@@ -449,6 +473,8 @@ class NodeItem(QGraphicsItem):
 
         if lod < LOD_TEXT:
             # Simplified: a card, its colour and its ports; no text.
+            if look.subflow:
+                self._paint_stack(painter, s)
             painter.setPen(QPen(s.accent, 3) if selected else QPen(s.node_border, 1.5))
             painter.setBrush(s.node)
             painter.drawRoundedRect(card, RADIUS, RADIUS)
@@ -459,6 +485,8 @@ class NodeItem(QGraphicsItem):
             self._paint_badges(painter, s, simple=True)
             return
 
+        if look.subflow:
+            self._paint_stack(painter, s)
         # Shadow, card, border.
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(s.node_shadow)
@@ -596,8 +624,41 @@ class NodeItem(QGraphicsItem):
             w = s.port_fm.horizontalAdvance(p.label)
             painter.drawText(QPointF(p.pos.x() - w / 2, p.pos.y() - 6), p.label)
 
+    def _paint_stack(self, painter: QPainter, s: Style) -> None:
+        """The card behind a subflow instance's card, up and to the right."""
+        behind = QRectF(STACK_OFFSET, -STACK_OFFSET, NODE_W, self.height)
+        painter.setPen(QPen(s.node_border, 1))
+        painter.setBrush(s.node)
+        painter.drawRoundedRect(behind, RADIUS, RADIUS)
+
+    def newer_badge_text(self) -> str:
+        """The newer-version badge's text ("" without one): short when the
+        pinned badge shares the top edge."""
+        newer = self.look.newer
+        if not newer:
+            return ""
+        return f"↑ v{newer}" if self.look.pinned else f"v{newer} available"
+
+    def newer_badge_rect(self) -> QRectF:
+        s = style()
+        return QRectF(10, -8, s.chip_fm.horizontalAdvance(self.newer_badge_text()) + 14, 16)
+
+    def _paint_newer(self, painter: QPainter, s: Style, simple: bool) -> None:
+        """The library has a newer version: a pill at the top-left edge."""
+        rect = self.newer_badge_rect() if not simple else QRectF(10, -8, 16, 16)
+        painter.setPen(QPen(s.node, 2))
+        painter.setBrush(s.accent)
+        painter.drawRoundedRect(rect, 8, 8)
+        if simple:
+            return
+        painter.setFont(s.chip_font)
+        painter.setPen(s.white)
+        painter.drawText(rect, int(Qt.AlignmentFlag.AlignCenter), self.newer_badge_text())
+
     def _paint_badges(self, painter: QPainter, s: Style, simple: bool) -> None:
         look = self.look
+        if look.newer:
+            self._paint_newer(painter, s, simple)
         if look.pinned:
             self._paint_pin(painter, s, simple)
         if not (look.errors or look.warnings):

@@ -14,6 +14,8 @@ from typing import Any
 from PySide6.QtGui import QUndoCommand
 
 from runtime.flow import FlowNode, ToolOverride, Wire, parse_flow
+from runtime.flow.model import SubflowDef, SubflowPin
+from runtime.flow.subflows import is_instance_type, subflow_name
 from runtime.message import deep_copy
 from runtime.spec import ParamValue, Scope
 
@@ -425,8 +427,77 @@ def _fresh_id(base: str, taken: set[str]) -> str:
 
 def new_node(doc: FlowDocument, type_id: str, pos: tuple[float, float]) -> FlowNode:
     """A fresh FlowNode of a type, with a unique id; params left out take
-    their spec defaults."""
+    their spec defaults. An instance of a library subflow pins the
+    library's current version (the flow file keeps it, so the flow runs the
+    same tomorrow); one of the flow's own definitions pins nothing."""
+    if is_instance_type(type_id):
+        fnode = FlowNode(id=doc.flow.new_id(subflow_name(type_id)), type=type_id,
+                         position=(pos[0], pos[1]))
+        entry = doc.library_current(subflow_name(type_id))
+        if entry is not None:
+            fnode.subflow = current_pin(entry.definition)
+        return fnode
     return FlowNode(id=doc.flow.new_id(type_id), type=type_id, position=(pos[0], pos[1]))
+
+
+def current_pin(defn: SubflowDef) -> SubflowPin:
+    """What an instance of a library definition pins: its version and hash."""
+    return SubflowPin(version=defn.version or "", hash=defn.content_hash())
+
+
+# -- subflow instances: update to the library's current version ----------------------
+
+class UpdateSubflow(QUndoCommand):
+    """Pin instances of a library subflow to the library's current version
+    (one undo step for one instance or all of them). Params the new version
+    no longer declares are dropped from each instance; ``dropped`` names
+    them per node, for the panel to say."""
+
+    def __init__(self, doc: FlowDocument, node_ids: list[str], text: str = "") -> None:
+        self.doc = doc
+        self.changes: list[tuple[str, tuple, tuple]] = []  # id, (pin, params) old, new
+        self.dropped: dict[str, list[str]] = {}
+        self.version = ""
+        for nid in node_ids:
+            fnode = doc.node(nid)
+            entry = doc.library_entry(nid)
+            if fnode is None or entry is None:
+                continue
+            defn = entry.definition
+            pin = current_pin(defn)
+            self.version = pin.version
+            names = {p.name for p in defn.params}
+            kept = {k: v for k, v in fnode.params.items() if k in names}
+            gone = sorted(set(fnode.params) - names)
+            if gone:
+                self.dropped[nid] = gone
+            self.changes.append((nid, (fnode.subflow, dict(fnode.params)), (pin, kept)))
+        n = len(self.changes)
+        name = defn_label(doc, node_ids[0]) if node_ids else ""
+        super().__init__(text or (f"Update {name} to {self.version}" if n == 1 else
+                                  f"Update {n} instances of {name} to {self.version}"))
+
+    def redo(self) -> None:
+        for nid, _old, (pin, params) in self.changes:
+            self.doc.set_subflow_pin(nid, pin, params)
+
+    def undo(self) -> None:
+        for nid, (pin, params), _new in reversed(self.changes):
+            self.doc.set_subflow_pin(nid, pin, params)
+
+
+def defn_label(doc: FlowDocument, node_id: str) -> str:
+    """An instance's subflow as the user knows it: its label, else its name."""
+    fnode = doc.node(node_id)
+    if fnode is None:
+        return node_id
+    spec = doc.registry.spec(fnode.type)
+    return spec.name if spec is not None else subflow_name(fnode.type)
+
+
+def instances_of(doc: FlowDocument, type_id: str) -> list[str]:
+    """The ids of every instance of one subflow type in the document's flow."""
+    return [n.id for n in doc.flow.nodes if n.type == type_id]
 
 
 # -- what a node a user adds starts with ------------------------------------------------

@@ -9,6 +9,7 @@ mutators here, so undo/redo is exact and "modified" is simply
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QStandardPaths, QTimer, Signal
@@ -16,6 +17,7 @@ from PySide6.QtGui import QUndoStack
 
 from runtime.flow import (
     Flow,
+    FlowError,
     FlowNode,
     Problem,
     ToolOverride,
@@ -26,10 +28,46 @@ from runtime.flow import (
     save_flow,
     validate_flow,
 )
+from runtime.flow.model import SubflowDef, SubflowPin
+from runtime.flow.subflows import (
+    IN_TYPE,
+    OUT_TYPE,
+    LibraryEntry,
+    SubflowRegistry,
+    find_library,
+    instance_spec,
+    is_instance_type,
+    library_subflows,
+    subflow_name,
+    version_key,
+    with_subflows,
+)
 from runtime.registry import Registry
 from runtime.spec import NodeSpec, ParamValue
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "resources" / "examples"
+
+
+class DocumentRegistry(SubflowRegistry):
+    """The registry of one document, the same object for the document's
+    life (the palette, the quick-add popup and the run keep it): the node
+    packages' types (``base``) and ``subflow:NAME`` for every subflow the
+    flow can place: its own definitions, the library's current ones, and
+    the version each used library subflow pins. ``FlowDocument`` refreshes
+    it in place (``sync_subflows``)."""
+
+    def __init__(self, base: Registry, document: FlowDocument | None = None) -> None:
+        super().__init__(base, {})
+        self._document = weakref.ref(document) if document is not None else None
+
+    @property
+    def document(self) -> FlowDocument | None:
+        """The document this registry serves (the palette asks it which
+        subflows are the library's and whether a definition is edited)."""
+        return self._document() if self._document is not None else None
+
+    def load(self, defs: dict[str, tuple[SubflowDef, str]]) -> None:
+        SubflowRegistry.__init__(self, self.base, defs)
 
 
 class FlowDocument(QObject):
@@ -46,13 +84,36 @@ class FlowDocument(QObject):
     changed = Signal()  # anything above; for previews and autosave
     problems_changed = Signal(list)  # list[Problem]
     path_changed = Signal(str)
+    #: The subflows this document can place changed (a definition, the
+    #: library, a pinned version): the palette lists them again.
+    subflows_changed = Signal()
 
     def __init__(self, flow: Flow | None = None, registry: Registry | None = None,
                  path: str | Path | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.registry = registry or Registry.default()
+        base = registry or Registry.default()
+        #: The node packages' registry; ``registry`` adds the subflows to it.
+        self.base_registry: Registry = base.base if isinstance(base, SubflowRegistry) else base
+        #: "The registry for this document": every node type it can place,
+        #: subflow instances included. One object, refreshed in place.
+        self.registry: DocumentRegistry = DocumentRegistry(self.base_registry, self)
         self.flow = flow or Flow()
         self.path: Path | None = Path(path) if path else None
+        #: Set when this document edits a subflow's definition (its tab):
+        #: the definition, and the document of the flow that holds it, whose
+        #: registry and library this one shares.
+        self.definition: SubflowDef | None = None
+        self.owner: FlowDocument | None = None
+        #: The library's current subflows by name (runtime.flow.subflows),
+        #: read when the flow opens or moves and on ``sync_subflows(rescan=True)``.
+        self.library: dict[str, LibraryEntry] = {}
+        self._library_sig: tuple = ()
+        self._scanned_for: str | None = None
+        self._version_cache: dict[tuple, tuple[SubflowDef, NodeSpec] | None] = {}
+        self._uses_key: tuple | None = None
+        self._used: dict[str, tuple[SubflowDef, str]] = {}
+        self._pins: dict[str, tuple] = {}  # instance node id -> (type, pinned version)
+        self._definition_refs: list[weakref.ref] = []  # for_definition's, while they live
         self.undo_stack = QUndoStack(self)
         self.problems: list[Problem] = []
         self._by_id: dict[str, FlowNode] | None = None  # built on demand; see node()
@@ -67,6 +128,13 @@ class FlowDocument(QObject):
                     self.wire_added, self.wire_removed, self.flow_reset,
                     self.settings_changed):
             sig.connect(self._on_any_change)
+        # Before the scene's and panels' slots: they read the new specs.
+        self.node_added.connect(self._subflow_node_added)
+        self.node_removed.connect(self._subflow_node_removed)
+        self.node_changed.connect(self._subflow_node_changed)
+        self.flow_reset.connect(lambda: self.sync_subflows(rescan=True))
+        self.path_changed.connect(self._subflow_path_changed)
+        self.sync_subflows(rescan=True)
         self.revalidate()
 
     # -- files ----------------------------------------------------------------
@@ -139,8 +207,197 @@ class FlowDocument(QObject):
         raise KeyError(node_id)
 
     def spec(self, node_id: str) -> NodeSpec | None:
+        """The node's spec; for an instance of a library subflow, that of
+        the version it pins (two instances may pin two versions)."""
         n = self.node(node_id)
-        return self.registry.spec(n.type) if n else None
+        if n is None:
+            return None
+        if n.subflow is not None and is_instance_type(n.type):
+            pinned = self._pinned(n)
+            if pinned is not None:
+                return pinned[1]
+        return self.registry.spec(n.type)
+
+    # -- subflows ----------------------------------------------------------------
+    def for_definition(self, defn: SubflowDef, parent: QObject | None = None) -> FlowDocument:
+        """A document that edits ``defn`` (one of this flow's definitions)
+        in place: its registry holds what this document's does and its
+        library is this one's, so
+        instances inside it draw, and the ports and params this flow's
+        instances of ``defn`` show follow its ``subflow.in``/``subflow.out``
+        nodes as they are edited."""
+        doc = FlowDocument(defn.as_flow(), self.base_registry, None, parent)
+        doc.definition, doc.owner = defn, self
+        self._definition_refs.append(weakref.ref(doc))
+        doc.sync_subflows()
+        return doc
+
+    @property
+    def _definition_docs(self) -> list[FlowDocument]:
+        docs = [d for d in (r() for r in self._definition_refs) if d is not None]
+        if len(docs) != len(self._definition_refs):
+            self._definition_refs = [weakref.ref(d) for d in docs]
+        return docs
+
+    def subflow_scope(self) -> tuple[Flow, str]:
+        """The flow whose subflows this document places, and its file: its
+        own, or (a definition's document) its owner's."""
+        if self.owner is not None:
+            return self.owner.subflow_scope()
+        return self.flow, str(self.path) if self.path else ""
+
+    def sync_subflows(self, rescan: bool = False) -> None:
+        """Bring ``registry`` up to date with the flow's definitions, the
+        versions its instances pin and (``rescan``) the library folders.
+        Called on its own when the flow opens, moves, or an instance comes,
+        goes or changes its pin; call it after editing a definition's params
+        or header, or when the library may have changed (the window does on
+        focus). Instances whose picture changed get ``node_changed``."""
+        if self.owner is not None:
+            self.owner.sync_subflows(rescan)
+            return
+        flow, file = self.subflow_scope()
+        docs = [self, *self._definition_docs]
+        before_specs = dict(self.registry._specs)
+        before = {(id(d), nid): d._instance_look(nid) for d in docs for nid in d._pins}
+        if rescan:
+            self._scanned_for = file
+            self.library = {e.definition.name: e for e in library_subflows(file)}
+            sig = tuple(sorted((n, e.definition.version, str(e.path))
+                               for n, e in self.library.items()))
+            if sig != self._library_sig:
+                self._library_sig = sig
+                self._uses_key = None  # a pinned version may have come or gone
+        uses = self._subflow_uses(flow)
+        if uses != self._uses_key:
+            self._uses_key = uses
+            used = with_subflows(self.base_registry, flow, file)
+            self._used = {name: entry for name, entry in getattr(used, "defs", {}).items()
+                          if entry[1] == "library"}
+        defs: dict[str, tuple[SubflowDef, str]] = {
+            name: (e.definition, "library") for name, e in self.library.items()}
+        defs.update(self._used)
+        defs.update({d.name: (d, "flow") for d in flow.subflows})
+        if rescan:
+            self._version_cache.clear()
+        for d in docs:
+            d.registry.load(defs)
+        changed = any(before_specs.get(t) != self.registry._specs.get(t)
+                      for t in set(before_specs) | set(self.registry._specs))
+        for d in docs:
+            d._pins = d._pin_map()
+            for nid in d._pins:
+                look = before.get((id(d), nid), None)
+                if look is not None and look != d._instance_look(nid):
+                    d.node_changed.emit(nid)
+        if changed or rescan:
+            self.subflows_changed.emit()
+            for d in self._definition_docs:
+                d.subflows_changed.emit()
+
+    def _instance_look(self, node_id: str) -> tuple:
+        """What an instance's picture depends on: its spec and the newer version."""
+        return (self.spec(node_id), self.newer_version(node_id))
+
+    def _subflow_path_changed(self, _path: str) -> None:
+        if self.subflow_scope()[1] != self._scanned_for:
+            self.sync_subflows(rescan=True)  # another folder, another subflows/
+
+    def _pin_map(self) -> dict[str, tuple]:
+        return {n.id: (n.type, n.subflow.version if n.subflow else None)
+                for n in self.flow.nodes if is_instance_type(n.type)}
+
+    @staticmethod
+    def _subflow_uses(flow: Flow) -> tuple:
+        """Which library subflows (and pinned versions) a flow's instances use."""
+        uses = set()
+        for nodes in [flow.nodes] + [d.nodes for d in flow.subflows]:
+            for n in nodes:
+                if is_instance_type(n.type):
+                    uses.add((n.type, n.subflow.version if n.subflow else ""))
+        return tuple(sorted(uses))
+
+    def _subflow_node_added(self, node_id: str) -> None:
+        n = self.node(node_id)
+        if n is not None and (is_instance_type(n.type) or n.type in (IN_TYPE, OUT_TYPE)):
+            self._after_subflow_edit()
+
+    def _subflow_node_removed(self, node_id: str, _index: int) -> None:
+        if node_id in self._pins or self.definition is not None:
+            self._after_subflow_edit()
+
+    def _subflow_node_changed(self, node_id: str) -> None:
+        n = self.node(node_id)
+        if n is None:
+            return
+        if is_instance_type(n.type):
+            if self._pins.get(node_id) != (n.type, n.subflow.version if n.subflow else None):
+                self._after_subflow_edit()
+        elif self.definition is not None and n.type in (IN_TYPE, OUT_TYPE):
+            self._after_subflow_edit()  # a port renamed
+
+    def _after_subflow_edit(self) -> None:
+        self.sync_subflows()
+
+    def subflow_definition(self, node_id: str) -> SubflowDef | None:
+        """The definition an instance runs (the version it pins), or None."""
+        n = self.node(node_id)
+        if n is None or not is_instance_type(n.type):
+            return None
+        pinned = self._pinned(n) if n.subflow is not None else None
+        return pinned[0] if pinned is not None else self.registry.definition(n.type)
+
+    def _pinned(self, n: FlowNode) -> tuple[SubflowDef, NodeSpec] | None:
+        """The definition and spec of the library version an instance pins,
+        when it is not the one the registry holds for its type (another
+        instance pins another version). Read once per version."""
+        defn = self.registry.definition(n.type)
+        if n.subflow is None or (defn is not None and defn.version == n.subflow.version):
+            return None
+        top = self
+        while top.owner is not None:
+            top = top.owner
+        key = (n.type, n.subflow.version)
+        if key not in top._version_cache:
+            flow, file = self.subflow_scope()
+            try:
+                entry = None if flow.subflow(subflow_name(n.type)) is not None else \
+                    find_library(subflow_name(n.type), file, n.subflow.version)
+            except FlowError:
+                entry = None  # validation says what is wrong with the file
+            top._version_cache[key] = None if entry is None else (
+                entry.definition, instance_spec(entry.definition, package="library"))
+        return top._version_cache[key]
+
+    def library_entry(self, node_id: str) -> LibraryEntry | None:
+        """The library's current file of an instance's subflow, if it is a
+        library subflow (one the flow file does not define itself)."""
+        n = self.node(node_id)
+        if n is None or not is_instance_type(n.type):
+            return None
+        return self.library_current(subflow_name(n.type))
+
+    def library_current(self, name: str) -> LibraryEntry | None:
+        """The library's current file of subflow ``name``, as last read; None
+        if the flow defines ``name`` itself (its own definition wins)."""
+        flow, _file = self.subflow_scope()
+        if flow.subflow(name) is not None:
+            return None
+        top = self
+        while top.owner is not None:
+            top = top.owner
+        return top.library.get(name)
+
+    def newer_version(self, node_id: str) -> str | None:
+        """The library's current version of an instance's subflow when it is
+        newer than the one the instance pins, else None. From the library
+        as last read: no file is read here (the canvas asks while drawing)."""
+        n = self.node(node_id)
+        entry = self.library_entry(node_id)
+        if n is None or entry is None or n.subflow is None:
+            return None
+        current = entry.definition.version or ""
+        return current if version_key(current) > version_key(n.subflow.version) else None
 
     def output_ports(self, node_id: str) -> list[str]:
         n = self.node(node_id)
@@ -258,6 +515,17 @@ class FlowDocument(QObject):
         n = self.node(node_id)
         assert n is not None
         n.disabled = disabled
+        self.node_changed.emit(node_id)
+
+    def set_subflow_pin(self, node_id: str, pin: SubflowPin | None,
+                        params: dict[str, ParamValue] | None = None) -> None:
+        """Pin an instance to a library version (and, updating it, replace
+        its params: those the new version no longer has are left out)."""
+        n = self.node(node_id)
+        assert n is not None
+        n.subflow = pin.model_copy() if pin is not None else None
+        if params is not None:
+            n.params = {k: v.model_copy(deep=True) for k, v in params.items()}
         self.node_changed.emit(node_id)
 
     def set_pin(self, node_id: str, pin: dict | None) -> None:

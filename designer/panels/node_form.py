@@ -23,8 +23,10 @@ from PySide6.QtWidgets import (
 from designer.model.commands import RenameNode, SetDisabled, SetOutputPath, SetParam
 from designer.model.document import FlowDocument
 from runtime.flow import Problem
+from runtime.flow.subflows import is_instance_type
 from runtime.spec import NodeSpec, ParamSpec, ParamValue, Scope
 
+from ..canvas.items import SUBFLOW_COLOR
 from .editor_base import ValueEditor
 from .form_rules import (
     OUTPUTS,
@@ -51,12 +53,19 @@ from .mcp_tools import (
 from .node_tool_form import ToolParts
 from .node_words import plugin_note
 from .panel_style import CollapsibleSection, WheelGuard, label, section
-from .param_editors import EnumEditor, ParamRow, TurnsValueEditor
+from .param_editors import (
+    SUBFLOW_NOT_ALLOWED_TIPS,
+    EnumEditor,
+    ParamRow,
+    TurnsValueEditor,
+    subflow_param_fits,
+)
 from .param_hint import ParamHints
 from .payload_editor import PayloadValueEditor
 from .pin_dialog import PinBanner
 from .properties_hooks import FlowHooksEditor
 from .secret_editor import CREDENTIALS_SERVICE, credentials_button, stored_credential
+from .subflow_instance import SubflowSection
 from .tool_preview import agent_functions
 
 
@@ -71,7 +80,8 @@ class IconBadge(QWidget):
     def paintEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        color = QColor(self.spec.color or self.palette().color(QPalette.ColorRole.Mid))
+        color = QColor(self.spec.color or (SUBFLOW_COLOR if is_instance_type(self.spec.type)
+                                           else self.palette().color(QPalette.ColorRole.Mid)))
         p.setPen(Qt.PenStyle.NoPen)
         p.setBrush(color)
         p.drawRoundedRect(QRectF(self.rect()), 8, 8)
@@ -118,6 +128,11 @@ class NodeForm(ToolParts, QWidget):
         self.pin_banner = PinBanner(doc, node_id, self)  # shown while the node is pinned
         layout.addWidget(self.pin_banner)
         self._build_node_fields(layout)
+        # A subflow instance: what it runs (the version it pins) and Update.
+        self.subflow_section: SubflowSection | None = None
+        if is_instance_type(spec.type):
+            self.subflow_section = SubflowSection(doc, node_id, self)
+            layout.addWidget(self.subflow_section)
         self.wheel_guard = WheelGuard(self)
         self.preview_box: CollapsibleSection | None = None
         if spec.has_tools_port:
@@ -158,12 +173,23 @@ class NodeForm(ToolParts, QWidget):
         node type for the session. ``several``: the tools section (an MCP
         server's) follows the main params and edits the tools param itself."""
         spec = self.spec
+        definition = getattr(self.doc, "definition", None)
+        instance = is_instance_type(spec.type)
         for p in spec.params:  # rows in the spec's order; placed by group below
             if several and p.name == TOOLS_PARAM:
                 continue
             show_scope = len(p.allowed_scopes) > 1 or (spec.tool is not None and not several)
+            # Inside a subflow's definition a param may read one of the
+            # subflow's own params (scope Subflow), those of a fitting type.
+            choices = None
+            if definition is not None and p.allows(Scope.SUBFLOW):
+                choices = [(sp.name, sp.label or sp.name) for sp in definition.params
+                           if subflow_param_fits(p, sp)]
+                show_scope = True
             row = ParamRow(p, show_scope=show_scope, parent=self,
-                           editor=self._custom_editor(p))
+                           editor=self._custom_editor(p),
+                           not_allowed=SUBFLOW_NOT_ALLOWED_TIPS if instance else None,
+                           subflow_params=choices)
             row.changed.connect(lambda value, merge, name=p.name:
                                 self._push_param(name, value, merge))
             self.rows[p.name] = row
@@ -414,6 +440,8 @@ class NodeForm(ToolParts, QWidget):
         self.title.setText(fnode.name or self.spec.name)
         self.disabled_box.setChecked(fnode.disabled)
         self.pin_banner.sync()
+        if self.subflow_section is not None:
+            self.subflow_section.sync()
         for name, edit in getattr(self, "output_edits", {}).items():
             shown = fnode.outputs.get(name) or ""
             if edit.text() != shown and not edit.hasFocus():

@@ -28,6 +28,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from runtime.flow.subflows import CATEGORY as SUBFLOWS
+from runtime.flow.subflows import IN_TYPE, OUT_TYPE, is_instance_type, subflow_name
+
+from ..canvas.items import SUBFLOW_COLOR
 from ..canvas.view import NODE_MIME
 from ..look import icons, theme
 from .node_words import plugin_note
@@ -36,6 +40,10 @@ TYPE_ROLE = Qt.ItemDataRole.UserRole + 1
 #: The name of the plugin package that serves an entry's node, or None.
 PLUGIN_ROLE = Qt.ItemDataRole.UserRole + 2
 PLUGIN_TAG = "plugin"
+#: The small tag an entry shows at its right edge, if any: "plugin", a
+#: library subflow's version ("v1.2.0"), or "this flow" for the flow's own.
+TAG_ROLE = Qt.ItemDataRole.UserRole + 3
+OWN_SUBFLOW_TAG = "this flow"
 
 
 def summary(spec) -> str:
@@ -51,12 +59,53 @@ def matches(spec, words: list[str]) -> bool:
 
 
 def node_icon(spec):
-    return icons.icon(spec.icon or "generic", spec.color or "#7a869a", 18)
+    return icons.icon(spec.icon or "generic", node_color(spec), 18)
+
+
+def node_color(spec) -> str:
+    """A node's colour; a subflow instance, which has none of its own, the
+    colour every subflow shares (its inputs and outputs too)."""
+    return spec.color or (SUBFLOW_COLOR if is_instance_type(spec.type) else "#7a869a")
+
+
+def offered(spec, registry) -> bool:
+    """Whether the palette offers a node type: a subflow's input and output
+    nodes only while a subflow's definition is edited (anywhere else the
+    flow would refuse them)."""
+    if spec.type not in (IN_TYPE, OUT_TYPE):
+        return True
+    doc = getattr(registry, "document", None)
+    return doc is not None and doc.definition is not None
+
+
+def subflow_tag(spec, registry) -> tuple[str, str]:
+    """A subflow instance type's tag and the line its tooltip adds: the
+    library's current version and file, or that the flow defines it."""
+    if not is_instance_type(spec.type):
+        return "", ""
+    doc = getattr(registry, "document", None)
+    name = subflow_name(spec.type)
+    entry = doc.library_current(name) if doc is not None else None
+    if entry is not None:
+        version = entry.definition.version or ""
+        return f"v{version}", f"Library subflow, version {version}: {entry.path}"
+    defs = getattr(registry, "defs", {})
+    if defs.get(name, (None, ""))[1] == "flow":
+        return OWN_SUBFLOW_TAG, "Subflow defined in this flow file"
+    return "", ""
+
+
+def entry_tag(spec, registry) -> str | None:
+    if spec.plugin:
+        return PLUGIN_TAG
+    return subflow_tag(spec, registry)[0] or None
 
 
 #: Categories in the order a flow is usually built: what starts it, what
 #: shapes messages, then what reaches the world. Others follow, A to Z.
-CATEGORY_ORDER = ["Triggers", "Core", "Sequence", "Variables", "Text", "AI", "HTTP", "Browser", "Files",
+#: Subflows (the team's own pieces, shown when there are any) come first,
+#: as in Node-RED.
+CATEGORY_ORDER = [SUBFLOWS, "Triggers", "Core", "Sequence", "Variables", "Text", "AI", "HTTP", "Browser", "Files",
                   "Tables", "Mail"]
 
 
@@ -85,9 +134,9 @@ class PluginTagDelegate(QStyledItemDelegate):
 
     PAD_X, GAP = 6, 6
 
-    def tag_rect(self, option: QStyleOptionViewItem) -> QRect:
+    def tag_rect(self, option: QStyleOptionViewItem, text: str = PLUGIN_TAG) -> QRect:
         fm = QFontMetrics(self.tag_font(option))
-        w = fm.horizontalAdvance(PLUGIN_TAG) + 2 * self.PAD_X
+        w = fm.horizontalAdvance(text) + 2 * self.PAD_X
         h = fm.height() + 4
         r = option.rect
         return QRect(r.right() - w - self.GAP + 1, r.center().y() - h // 2 + 1, w, h)
@@ -99,11 +148,11 @@ class PluginTagDelegate(QStyledItemDelegate):
         return font
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
-        plugin = index.data(PLUGIN_ROLE)
-        if not plugin:
+        text = index.data(TAG_ROLE) or (PLUGIN_TAG if index.data(PLUGIN_ROLE) else "")
+        if not text:
             super().paint(painter, option, index)
             return
-        tag = self.tag_rect(option)
+        tag = self.tag_rect(option, text)
         # The selection and hover background spans the whole row; the text
         # and icon get the room left of the tag.
         opt = QStyleOptionViewItem(option)
@@ -133,7 +182,7 @@ class PluginTagDelegate(QStyledItemDelegate):
         painter.drawRoundedRect(QRectF(tag).adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
         painter.setPen(color)
         painter.setFont(self.tag_font(option))
-        painter.drawText(tag, Qt.AlignmentFlag.AlignCenter, PLUGIN_TAG)
+        painter.drawText(tag, Qt.AlignmentFlag.AlignCenter, text)
         painter.restore()
 
 
@@ -141,10 +190,13 @@ def _esc(text: str) -> str:
     return html.escape(text, quote=False)
 
 
-def _tooltip(spec) -> str:
+def _tooltip(spec, registry=None) -> str:
     tip = f"<b>{_esc(spec.name)}</b> <span style='opacity:.7'>{_esc(spec.type)}</span>"
     if summary(spec):
         tip += f"<br>{_esc(summary(spec))}"
+    where = subflow_tag(spec, registry)[1]
+    if where:
+        tip += f"<br>{_esc(where)}"
     if spec.tool:
         tip += f"<br>Can be an agent's tool: <b>{_esc(spec.tool.name)}</b>"
     if spec.plugin:
@@ -169,13 +221,19 @@ class _CatalogTree(QTreeWidget):
 
 class Palette(QWidget):
     """Emits ``add_requested(type_id)`` on Enter or double-click; the window
-    places the node at the view centre."""
+    places the node at the view centre.
+
+    Given a document's registry (``FlowDocument.registry``), it lists that
+    document's subflows too and lists them again when they change (a
+    definition added, the library read again); ``set_document`` follows
+    another document (a definition's tab)."""
 
     add_requested = Signal(str)
 
     def __init__(self, registry, parent=None) -> None:
         super().__init__(parent)
         self.registry = registry
+        self._document = None
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search nodes")
         self.search.setClearButtonEnabled(True)
@@ -200,14 +258,37 @@ class Palette(QWidget):
         self.search.returnPressed.connect(self._add_current)
         self.search.installEventFilter(self)
         self.tree.itemActivated.connect(self._activated)
+        self._follow(getattr(registry, "document", None))
         self.populate()
+
+    def set_document(self, document) -> None:
+        """List what ``document`` can place (its registry), from now on."""
+        if document is self._document:
+            return
+        self.registry = document.registry
+        self._follow(document)
+        self.populate()
+
+    def _follow(self, document) -> None:
+        if self._document is not None:
+            try:
+                self._document.subflows_changed.disconnect(self.populate)
+            except (RuntimeError, TypeError):
+                pass  # already gone
+        self._document = document
+        if document is not None:
+            document.subflows_changed.connect(self.populate)
 
     def populate(self) -> None:
         self.tree.clear()
         cats: dict[str, QTreeWidgetItem] = {}
         header_font = theme.ui_font(8.5)
         header_font.setBold(True)
+        current = self.tree.currentItem()
+        current_type = current.data(0, TYPE_ROLE) if current is not None else None
         for spec in sorted(self.registry.specs(), key=category_order):
+            if not offered(spec, self.registry):
+                continue
             title = category_title(spec)
             cat = cats.get(title.casefold())
             if cat is None:
@@ -221,12 +302,15 @@ class Palette(QWidget):
             item = QTreeWidgetItem([spec.name])
             item.setData(0, TYPE_ROLE, spec.type)
             item.setData(0, PLUGIN_ROLE, spec.plugin or None)
+            item.setData(0, TAG_ROLE, entry_tag(spec, self.registry))
             item.setIcon(0, node_icon(spec))
-            item.setToolTip(0, _tooltip(spec))
+            item.setToolTip(0, _tooltip(spec, self.registry))
             item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
                           | Qt.ItemFlag.ItemIsDragEnabled)
             item.setSizeHint(0, QSize(0, 30))
             cat.addChild(item)
+            if spec.type == current_type:
+                self.tree.setCurrentItem(item)
         self.tree.expandAll()
         self._filter(self.search.text())
 
@@ -316,11 +400,15 @@ class QuickAdd(QFrame):
         # waits (activation alone wants a double click in most styles).
         self.list.itemClicked.connect(self._choose)
         for spec in registry.specs():
+            if not offered(spec, registry):
+                continue
             item = QListWidgetItem(node_icon(spec), f"{spec.name}")
             item.setSizeHint(QSize(0, 28))
             item.setData(TYPE_ROLE, spec.type)
             item.setData(PLUGIN_ROLE, spec.plugin or None)
-            item.setToolTip("\n".join(filter(None, [summary(spec), plugin_note(spec)])))
+            item.setData(TAG_ROLE, entry_tag(spec, registry))
+            item.setToolTip("\n".join(filter(None, [summary(spec), plugin_note(spec),
+                                                     subflow_tag(spec, registry)[1]])))
             self.list.addItem(item)
         self._filter("")
 

@@ -38,13 +38,16 @@ from .json_editor import INVALID, AutoHeightText, JsonEditor, mono_font
 from .secret_editor import SecretEditor
 
 SCOPE_ORDER = (Scope.AI, Scope.CUSTOM, Scope.MESSAGE, Scope.EXPRESSION)
+#: Inside a subflow's definition: the scopes and the subflow's own params.
+DEFINITION_SCOPE_ORDER = SCOPE_ORDER + (Scope.SUBFLOW,)
 SCOPE_LABELS = {Scope.AI: "AI", Scope.CUSTOM: "Custom", Scope.MESSAGE: "Message",
-                Scope.EXPRESSION: EXPRESSION_LABEL}
+                Scope.EXPRESSION: EXPRESSION_LABEL, Scope.SUBFLOW: "Subflow"}
 SCOPE_TIPS = {
     Scope.AI: "The AI fills this in when it calls this node as a tool",
     Scope.CUSTOM: "A fixed value you set here; the AI cannot change it",
     Scope.MESSAGE: "Read from the incoming message at a path",
     Scope.EXPRESSION: EXPRESSION_TIP,
+    Scope.SUBFLOW: "The value of one of this subflow's params, set on each of its instances",
 }
 NOT_ALLOWED_TIPS = {
     Scope.AI: "The node's author did not allow AI for this parameter",
@@ -52,7 +55,21 @@ NOT_ALLOWED_TIPS = {
     Scope.MESSAGE: "The node's author did not allow reading this parameter from the message",
     Scope.EXPRESSION: "A template is allowed only where a fixed value is, and a secret is never "
                       "computed: it names where it is kept",
+    Scope.SUBFLOW: "A subflow param stands in for a fixed value, and the node's author did "
+                   "not allow one for this parameter",
 }
+#: The same, for an instance of a subflow: its definition decides.
+SUBFLOW_NOT_ALLOWED_TIPS = {
+    Scope.AI: "The subflow's definition does not allow AI for this parameter (its "
+              "ai_allowed is off)",
+    Scope.CUSTOM: "The subflow's definition does not allow a fixed value for this parameter",
+    Scope.MESSAGE: "The subflow's definition does not allow reading this parameter from the "
+                   "message",
+    Scope.EXPRESSION: NOT_ALLOWED_TIPS[Scope.EXPRESSION],
+    Scope.SUBFLOW: NOT_ALLOWED_TIPS[Scope.SUBFLOW],
+}
+NO_SUBFLOW_PARAM_TIP = ("The subflow declares no param of a type that fits this one; add one "
+                        "to the subflow's params first")
 TYPE_WORDS = {
     ParamType.STR: "Text", ParamType.INT: "A whole number", ParamType.FLOAT: "A number",
     ParamType.BOOL: "On or off", ParamType.JSON: "A JSON value", ParamType.ENUM: "One of a list",
@@ -73,8 +90,15 @@ class ScopeSwitch(QWidget):
     scope_picked = Signal(object)  # Scope
 
     def __init__(self, spec: ParamSpec, parent: QWidget | None = None, *,
-                 scopes: tuple[Scope, ...] = SCOPE_ORDER) -> None:
+                 scopes: tuple[Scope, ...] = SCOPE_ORDER,
+                 not_allowed: dict[Scope, str] | None = None,
+                 unavailable: dict[Scope, str] | None = None) -> None:
+        """``not_allowed``: why a scope the spec refuses is off (default: the
+        node's author decided); ``unavailable``: scopes the spec allows but
+        that cannot be picked here, and why."""
         super().__init__(parent)
+        not_allowed = not_allowed or NOT_ALLOWED_TIPS
+        unavailable = unavailable or {}
         self.setObjectName("scopeSwitch")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -90,8 +114,10 @@ class ScopeSwitch(QWidget):
             b.setProperty("scope", scope.value)
             b.setProperty("pos", "single" if self.toggle else "first" if i == 0
                           else "last" if i == len(scopes) - 1 else "mid")
-            # Narrow: four buttons and a label share a 320 px dock.
-            narrow = "QToolButton#scopeButton { padding: 2px 5px; }" if len(scopes) > 3 else ""
+            # Narrow: four buttons and a label share a 320 px dock; five
+            # (inside a subflow) are narrower still.
+            narrow = "QToolButton#scopeButton { padding: 2px 5px; }" if len(scopes) == 4 else \
+                "QToolButton#scopeButton { padding: 2px 3px; }" if len(scopes) > 4 else ""
             if scope is Scope.EXPRESSION:
                 # The accent of the scope, as the panel's stylesheet gives AI
                 # and Message theirs (one colour reads on light and dark).
@@ -107,12 +133,15 @@ class ScopeSwitch(QWidget):
             b.setFocusPolicy(Qt.FocusPolicy.TabFocus)
             b.setCursor(Qt.CursorShape.PointingHandCursor)
             allowed = spec.allows(scope)
-            b.setEnabled(allowed)
-            if allowed:
+            b.setEnabled(allowed and scope not in unavailable)
+            if allowed and scope in unavailable:
+                b.setToolTip(unavailable[scope])
+            elif allowed:
                 b.setToolTip(SCOPE_TIPS[scope])
             else:
-                b.setToolTip(SECRET_AI_TIP if spec.secret and scope is not Scope.EXPRESSION
-                             else NOT_ALLOWED_TIPS[scope])
+                b.setToolTip(SECRET_AI_TIP if spec.secret
+                             and scope not in (Scope.EXPRESSION, Scope.SUBFLOW)
+                             else not_allowed[scope])
             self.group.addButton(b)
             layout.addWidget(b)
             self.buttons[scope] = b
@@ -379,6 +408,23 @@ def make_value_editor(spec: ParamSpec, parent: QWidget | None = None) -> ValueEd
     return TextEditor(spec, parent)
 
 
+def subflow_param_fits(node_param: ParamSpec, sub: Any) -> bool:
+    """Whether a subflow's param (``SubflowParam``) may give its value to a
+    node's param inside the definition: the same type, a whole number for a
+    number, text or a choice for text or a choice, anything for JSON; a
+    secret only to a secret and back (a secret never lands in plain text)."""
+    n, t = node_param.type, sub.type
+    node_secret = node_param.secret or n is ParamType.SECRET
+    sub_secret = sub.secret or t is ParamType.SECRET
+    if node_secret or sub_secret:
+        return node_secret and sub_secret
+    if n is t or n is ParamType.JSON:
+        return True
+    if n is ParamType.FLOAT and t is ParamType.INT:
+        return True
+    return n in (ParamType.STR, ParamType.ENUM) and t in (ParamType.STR, ParamType.ENUM)
+
+
 # -- one param -------------------------------------------------------------------
 
 class ParamRow(QWidget):
@@ -437,7 +483,13 @@ class ParamRow(QWidget):
             self.setMinimumHeight(needed)
 
     def __init__(self, spec: ParamSpec, *, show_scope: bool, parent: QWidget | None = None,
-                 editor: ValueEditor | None = None):
+                 editor: ValueEditor | None = None,
+                 not_allowed: dict[Scope, str] | None = None,
+                 subflow_params: list[tuple[str, str]] | None = None):
+        """``not_allowed``: why the scopes the spec refuses are off (an
+        instance of a subflow: its definition decided). ``subflow_params``:
+        set inside a subflow's definition, the (name, label) of each of the
+        subflow's params this one may take its value from (scope Subflow)."""
         super().__init__(parent)
         self.spec = spec
         self.setObjectName("paramRow")
@@ -448,6 +500,8 @@ class ParamRow(QWidget):
         self._last_path: str | None = None
         self._last_desc: str | None = None
         self._last_template: str | None = None
+        self._last_subflow: str | None = None
+        self.subflow_params = subflow_params
 
         # The required/optional mark is part of the label's rich text, so
         # that label and mark wrap together in a narrow dock.
@@ -465,7 +519,12 @@ class ParamRow(QWidget):
         self.label.setToolTip(f"{TYPE_WORDS.get(spec.type, spec.type.value)}"
                               + ("; the node needs a value for it" if spec.required else "")
                               + f". In the flow file: {spec.name}")
-        self.switch = ScopeSwitch(spec, self)
+        in_definition = subflow_params is not None
+        self.switch = ScopeSwitch(
+            spec, self, scopes=DEFINITION_SCOPE_ORDER if in_definition else SCOPE_ORDER,
+            not_allowed=not_allowed,
+            unavailable={Scope.SUBFLOW: NO_SUBFLOW_PARAM_TIP}
+            if in_definition and not subflow_params else None)
         self.switch.setVisible(show_scope)
         # A param that is otherwise only ever fixed gets one {{ }} toggle
         # instead of the whole switch.
@@ -523,6 +582,24 @@ class ParamRow(QWidget):
         arow.addWidget(self.ai_hint)
         # Expression: made when first needed (most params never are one)
         self.expression_editor: ExpressionEditor | None = None
+        # Subflow (inside a definition): which of the subflow's params
+        self.subflow_box: QWidget | None = None
+        self.subflow_combo: QComboBox | None = None
+        if in_definition:
+            self.subflow_box = QWidget(self)
+            srow = QHBoxLayout(self.subflow_box)
+            srow.setContentsMargins(0, 0, 0, 0)
+            srow.setSpacing(6)
+            srow.addWidget(QLabel("Subflow param", self.subflow_box))
+            self.subflow_combo = QComboBox(self.subflow_box)
+            self.subflow_combo.setObjectName("subflowParam")
+            self.subflow_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+            self.subflow_combo.setToolTip("Each instance of the subflow sets this param; "
+                                          "this node reads its value")
+            for name, text in subflow_params:
+                self.subflow_combo.addItem(text if text == name else f"{text} ({name})", name)
+            srow.addWidget(self.subflow_combo, 1)
+            self.subflow_combo.activated.connect(self._on_subflow_param)
 
         self.help = muted_label(spec.description, self)
         self.help.setVisible(bool(spec.description))
@@ -545,9 +622,10 @@ class ParamRow(QWidget):
         # side-by-side layout's, so that a narrow dock can stack it.
         layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
         layout.addLayout(top)
-        for w in (self.value_editor, self.message_box, self.ai_box, self.help, self.note,
-                  self.problem):
-            layout.addWidget(w)
+        for w in (self.value_editor, self.message_box, self.ai_box, self.subflow_box,
+                  self.help, self.note, self.problem):
+            if w is not None:
+                layout.addWidget(w)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
 
         self.switch.scope_picked.connect(self._on_scope)
@@ -586,6 +664,16 @@ class ParamRow(QWidget):
                 else ""
             self._last_template = text
             self._expression_editor().set_text(text)
+        elif scope is Scope.SUBFLOW and self.subflow_combo is not None:
+            name = setting.param if setting is not None else None
+            self._last_subflow = name or self._last_subflow
+            i = self.subflow_combo.findData(name)
+            if i < 0 and name:
+                # A param the subflow no longer declares: shown, the check says so.
+                self.subflow_combo.addItem(f"{name}  (not a param of this subflow)", name)
+                i = self.subflow_combo.count() - 1
+            if i >= 0 and self.subflow_combo.currentIndex() != i:
+                self.subflow_combo.setCurrentIndex(i)
 
     def _expression_editor(self) -> ExpressionEditor:
         if self.expression_editor is None:
@@ -599,6 +687,8 @@ class ParamRow(QWidget):
         self.value_editor.setVisible(scope is Scope.CUSTOM)
         self.message_box.setVisible(scope is Scope.MESSAGE)
         self.ai_box.setVisible(scope is Scope.AI)
+        if self.subflow_box is not None:
+            self.subflow_box.setVisible(scope is Scope.SUBFLOW)
         if scope is Scope.EXPRESSION:
             self._expression_editor().show()
         elif self.expression_editor is not None:
@@ -633,9 +723,21 @@ class ParamRow(QWidget):
             text = self._last_template if self._last_template is not None \
                 else initial_template(self._last_value)
             new = ParamValue(scope=Scope.EXPRESSION, value=text)
+        elif scope is Scope.SUBFLOW:
+            options = [name for name, _text in self.subflow_params or []]
+            if not options:
+                return
+            name = self._last_subflow if self._last_subflow in options else options[0]
+            new = ParamValue(scope=Scope.SUBFLOW, param=name)
         else:
             new = ParamValue(scope=Scope.AI, description=self._last_desc or None)
         self.changed.emit(new, False)
+
+    def _on_subflow_param(self, index: int) -> None:
+        name = self.subflow_combo.itemData(index) if self.subflow_combo is not None else None
+        if name:
+            self._last_subflow = name
+            self.changed.emit(ParamValue(scope=Scope.SUBFLOW, param=name), False)
 
     def _on_template(self, text: str) -> None:
         self._last_template = text

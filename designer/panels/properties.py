@@ -125,6 +125,12 @@ class PropertiesPanel(QWidget):
     # -- document signals -------------------------------------------------------------
     def _on_node_changed(self, node_id: str) -> None:
         if self.form is not None and node_id == self.node_id:
+            spec = self.doc.spec(node_id)
+            if spec is not self.form.spec and spec != self.form.spec:
+                # Its params themselves changed (a subflow instance updated
+                # to another version, its definition edited): a new form.
+                self._build_form(node_id)
+                return
             self.form.sync()
         elif len(self.selection) > 1 and node_id in self.selection:
             self._fill_summary(self.selection)
