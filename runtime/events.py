@@ -232,6 +232,17 @@ class ToolDecision(Event):
 
 @dataclass(slots=True, kw_only=True)
 class LlmRequest(Event):
+    """An LLM request of an agent's job (one message's work, turn 1 on).
+
+    ``messages`` holds what is new since the same job's previous request:
+    the conversation as the LLM saw it (the system message first) from
+    index ``since`` on, each message masked once. The job's first request,
+    and any request after the conversation changed other than by growing,
+    carries it all (``since`` 0). ``message_count`` is the whole length;
+    ``job`` tells one job of the agent from another running at the same
+    time (0: written before jobs were told apart). ``request_messages``
+    rebuilds the whole list from a job's requests in order."""
+
     type: Literal["llm.request"] = "llm.request"
     agent: str
     parent: str = ""
@@ -241,6 +252,32 @@ class LlmRequest(Event):
     message_count: int = 0
     tools: list[str] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
+    since: int = 0
+    job: int = 0
+
+
+def request_messages(known: list[dict[str, Any]], event: Any) -> list[dict[str, Any]]:
+    """The whole conversation an ``llm.request`` stands for, given ``known``:
+    what the same job's earlier requests rebuilt (changed in place and
+    returned, so a job of N turns costs what its messages do, not N times
+    the conversation). Messages a reader never got (a lost event, a stored
+    event cut for its size, a subscriber that came in mid-run) stand as
+    placeholders with the role ``unrecorded``, so that later requests
+    still line up. An event without ``since`` (an older writer) carries
+    the whole list."""
+    since = getattr(event, "since", 0) or 0
+    if since <= 0:
+        known[:] = event.messages
+        return known
+    missing = since - len(known)
+    if missing > 0:
+        known.extend({"role": "unrecorded",
+                      "content": "(not recorded: the event that carried it was lost)"}
+                     for _ in range(missing))
+    else:
+        del known[since:]
+    known.extend(event.messages)
+    return known
 
 
 @dataclass(slots=True, kw_only=True)

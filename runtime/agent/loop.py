@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import itertools
 import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .. import node as _secrets
 from ..events import LlmDelta, LlmRequest, LlmResponse
 from ..message import to_jsonable
 from ..node import NodeConfigError, redact, redact_hold
@@ -31,6 +33,10 @@ EVENT_TEXT_LIMIT = 4000
 #: Successful calls an error names at most (then "and N more").
 NAMED_CALLS = 5
 
+
+#: Numbers the agents' jobs (one message's work) in this process, for the
+#: llm.request events that tell jobs of one agent running at once apart.
+_jobs = itertools.count(1)
 
 #: How deep agents may call agents as tools (a parent, its child, ...).
 MAX_AGENT_DEPTH = 8
@@ -149,6 +155,7 @@ async def _turns(agent_id: str, provider: Provider, bridge: ToolBridge | None, b
 
     max_calls = max_tool_calls_per_turn or MAX_TOOL_CALLS_PER_TURN
     conv = hooks.conv if hooks is not None else None
+    sent = _Sent(next(_jobs), instructions)
     chars = _Chars(instructions)
     calls_state = AgentCalls(parent=parent, limit=max_tool_calls, engine=engine)
     functions = bridge.functions_for(calls_state) if bridge else []
@@ -176,12 +183,11 @@ async def _turns(agent_id: str, provider: Provider, bridge: ToolBridge | None, b
                 _name_effects(exc, result.outcomes)
                 raise
         if bus.active:
+            since, news = sent.news(conversation, masked)
             bus.publish(LlmRequest(agent=agent_id, parent=parent, provider=provider.name,
                                    model=model, turn=turn + 1,
                                    message_count=len(conversation) + (1 if instructions else 0),
-                                   tools=list(names),
-                                   messages=masked(_as_seen(instructions, conversation),
-                                                   EVENT_TEXT_LIMIT)))
+                                   tools=list(names), messages=news, since=since, job=sent.job))
         t0 = time.perf_counter()
         # In a conversation that goes on, the provider's turn counts its
         # requests so far (the scripted provider plays the next one).
@@ -394,6 +400,49 @@ class _Chars:
             self.count(conversation)
             return self.total
         return total
+
+
+class _Sent:
+    """What a job's ``llm.request`` events carried so far, so that each
+    carries only what is new since the one before (``since``) and masks each
+    message once: a run with a subscriber costs what its messages do, not
+    its turns times its conversation.
+
+    The loop changes the conversation only by appending. Anything that
+    would change it otherwise (trim it, replace a message: a provider is
+    handed the live list) is seen by the next request, which then carries
+    it all again (``since`` 0): the conversation is shorter than it was, or
+    its message at the old end is no longer the same object. A change that
+    keeps both (a message's text edited in place) is not seen: whoever
+    makes one calls ``reset()``. A secret that became known since (a node
+    resolved it) sends it all again too, masked anew, as every request did
+    before events carried only what is new: what the events show of the
+    earlier messages hides it from then on."""
+
+    __slots__ = ("job", "offset", "instructions", "count", "last", "masker")
+
+    def __init__(self, job: int, instructions: str) -> None:
+        self.job, self.instructions = job, instructions
+        self.offset = 1 if instructions else 0  # the system message the events put first
+        self.count = 0  # messages of the conversation the events carried
+        self.last: Any = None  # the last of them
+        self.masker: Any = None  # the secrets redact() knew then
+
+    def reset(self) -> None:
+        self.count, self.last = 0, None
+
+    def news(self, conversation: list[dict[str, Any]],
+             masked: Callable[..., Any]) -> tuple[int, list[dict[str, Any]]]:
+        """(since, messages) for the next request's event."""
+        seen, n = self.count, len(conversation)
+        masker = _secrets._masker
+        if seen and (n < seen or conversation[seen - 1] is not self.last
+                     or masker is not self.masker):
+            seen = 0  # changed other than by growing: all of it again
+        self.count, self.last, self.masker = n, conversation[-1] if n else None, masker
+        if not seen:
+            return 0, masked(_as_seen(self.instructions, conversation), EVENT_TEXT_LIMIT)
+        return seen + self.offset, masked(conversation[seen:], EVENT_TEXT_LIMIT)
 
 
 def _as_seen(instructions: str, conversation: list[dict[str, Any]]) -> list[dict[str, Any]]:

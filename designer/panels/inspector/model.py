@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.events import Event
+from runtime.events import Event, request_messages
 
 MAX_DEBUG = 1000  # as Node-RED's debug sidebar: older entries fall off
 MAX_MARKS = 2000  # timeline ticks per kind
@@ -166,6 +166,8 @@ class RunModel:
         self.conversations: list[Conversation] = []
         # (agent, parent caller id) -> conversation in progress
         self._open_conv: dict[tuple[str, str], Conversation] = {}
+        # (agent, job) -> its conversation, for llm.request events that say their job
+        self._job_conv: dict[tuple[str, int], Conversation] = {}
         self.node_status: dict[str, Event] = {}
         # timeline
         self.node_spans: dict[str, list[list[float]]] = {}
@@ -348,16 +350,25 @@ class RunModel:
         # One job per agent and calling tool call: a child agent run by two
         # calls at once holds two conversations.
         key = (e.agent, getattr(e, "parent", ""))
-        conv = self._open_conv.get(key)
-        # A request that is not a continuation (first turn, or a conversation
-        # shorter than what we had) starts a new job of the agent.
-        if conv is None or e.turn <= (conv.turns[-1].turn if conv.turns else -1) \
-                or len(e.messages) < len(conv.messages):
+        job = getattr(e, "job", 0)
+        if job:  # the event says its job: a new one is a new conversation
+            conv = self._job_conv.get((e.agent, job))
+            fresh = conv is None
+        else:  # an older writer's: a request that is not a continuation
+            # (first turn, or a conversation shorter than what we had)
+            # starts a new job of the agent
+            conv = self._open_conv.get(key)
+            fresh = conv is None or e.turn <= (conv.turns[-1].turn if conv.turns else -1) \
+                or len(e.messages) < len(conv.messages)
+        if fresh:
             conv = Conversation(agent=e.agent, parent=key[1])
             self.conversations.append(conv)
-            self._open_conv[key] = conv
+            if job:
+                self._job_conv[(e.agent, job)] = conv
+        self._open_conv[key] = conv
         conv.provider, conv.model, conv.tools = e.provider, e.model, list(e.tools)
-        conv.messages = list(e.messages)
+        # The event carries what is new since the job's previous request.
+        request_messages(conv.messages, e)
         conv.turns.append(Turn(turn=e.turn, t0=t))
         self.llm_spans.append(Span(e.agent, t, t, "llm", f"turn {e.turn}"))
         self._seen(e.agent, t)
