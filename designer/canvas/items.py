@@ -57,7 +57,7 @@ GRID = 20.0
 SUBFLOW_COLOR = "#8d6e63"
 # A subflow instance: a second card peeks out behind its top-right corner
 # (a stack: there is a flow inside), this far.
-STACK_OFFSET = 4.0
+STACK_OFFSET = 5.0
 
 # Zoom levels at which a node stops drawing text, and the scene switches to
 # its batched overview.
@@ -184,8 +184,11 @@ def look_for(doc, node_id: str) -> NodeLook:
     newer = None
     if instance:
         newer = doc.newer_version(node_id) if hasattr(doc, "newer_version") else None
-        kind = f"Subflow v{fnode.subflow.version}" if fnode.subflow else "Subflow"
-        subtitle = f"{spec.name} · {kind}" if fnode.name and fnode.name != spec.name else kind
+        # The stacked card says "subflow"; the line under the title says
+        # which one (when renamed) and the version it pins.
+        version = f" v{fnode.subflow.version}" if fnode.subflow else ""
+        subtitle = (spec.name + version if fnode.name and fnode.name != spec.name
+                    else "Subflow" + version)
         tip += ("<br>A subflow: its inputs and outputs are its ports"
                 + (f"; pins version {fnode.subflow.version} of the library's"
                    if fnode.subflow else "; defined in this flow") + ".")
@@ -627,7 +630,9 @@ class NodeItem(QGraphicsItem):
     def _paint_stack(self, painter: QPainter, s: Style) -> None:
         """The card behind a subflow instance's card, up and to the right."""
         behind = QRectF(STACK_OFFSET, -STACK_OFFSET, NODE_W, self.height)
-        painter.setPen(QPen(s.node_border, 1))
+        edge = QColor(SUBFLOW_COLOR)
+        edge.setAlpha(150)
+        painter.setPen(QPen(edge, 1.2))
         painter.setBrush(s.node)
         painter.drawRoundedRect(behind, RADIUS, RADIUS)
 

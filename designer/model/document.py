@@ -31,12 +31,14 @@ from runtime.flow import (
 from runtime.flow.model import SubflowDef, SubflowPin
 from runtime.flow.subflows import (
     IN_TYPE,
+    LIBRARY_SUFFIX,
     OUT_TYPE,
     LibraryEntry,
     SubflowRegistry,
     find_library,
     instance_spec,
     is_instance_type,
+    library_dirs,
     library_subflows,
     subflow_name,
     version_key,
@@ -107,8 +109,8 @@ class FlowDocument(QObject):
         #: The library's current subflows by name (runtime.flow.subflows),
         #: read when the flow opens or moves and on ``sync_subflows(rescan=True)``.
         self.library: dict[str, LibraryEntry] = {}
-        self._library_sig: tuple = ()
         self._scanned_for: str | None = None
+        self._library_stat: tuple | None = None
         self._version_cache: dict[tuple, tuple[SubflowDef, NodeSpec] | None] = {}
         self._uses_key: tuple | None = None
         self._used: dict[str, tuple[SubflowDef, str]] = {}
@@ -260,14 +262,13 @@ class FlowDocument(QObject):
         docs = [self, *self._definition_docs]
         before_specs = dict(self.registry._specs)
         before = {(id(d), nid): d._instance_look(nid) for d in docs for nid in d._pins}
-        if rescan:
+        stat = self._library_files(file) if rescan else None
+        reread = stat is not None and stat != self._library_stat
+        if reread:
+            self._library_stat = stat
             self._scanned_for = file
             self.library = {e.definition.name: e for e in library_subflows(file)}
-            sig = tuple(sorted((n, e.definition.version, str(e.path))
-                               for n, e in self.library.items()))
-            if sig != self._library_sig:
-                self._library_sig = sig
-                self._uses_key = None  # a pinned version may have come or gone
+            self._uses_key = None  # a pinned version may have come, gone or changed
         uses = self._subflow_uses(flow)
         if uses != self._uses_key:
             self._uses_key = uses
@@ -278,7 +279,7 @@ class FlowDocument(QObject):
             name: (e.definition, "library") for name, e in self.library.items()}
         defs.update(self._used)
         defs.update({d.name: (d, "flow") for d in flow.subflows})
-        if rescan:
+        if reread:
             self._version_cache.clear()
         for d in docs:
             d.registry.load(defs)
@@ -290,7 +291,7 @@ class FlowDocument(QObject):
                 look = before.get((id(d), nid), None)
                 if look is not None and look != d._instance_look(nid):
                     d.node_changed.emit(nid)
-        if changed or rescan:
+        if changed or reread:
             self.subflows_changed.emit()
             for d in self._definition_docs:
                 d.subflows_changed.emit()
@@ -298,6 +299,20 @@ class FlowDocument(QObject):
     def _instance_look(self, node_id: str) -> tuple:
         """What an instance's picture depends on: its spec and the newer version."""
         return (self.spec(node_id), self.newer_version(node_id))
+
+    @staticmethod
+    def _library_files(file: str) -> tuple:
+        """The library folders' subflow files, their sizes and times: when
+        these are the same, reading the library again finds what it found."""
+        found = [file]
+        for folder in library_dirs(file):
+            try:
+                for path in sorted(folder.glob("*" + LIBRARY_SUFFIX))[:10_000]:
+                    st = path.stat()
+                    found.append((str(path), st.st_mtime_ns, st.st_size))
+            except OSError:
+                continue
+        return tuple(found)
 
     def _subflow_path_changed(self, _path: str) -> None:
         if self.subflow_scope()[1] != self._scanned_for:

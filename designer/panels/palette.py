@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QMimeData, QModelIndex, QPoint, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QMimeData, QModelIndex, QPoint, QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QKeyEvent, QPainter, QPen
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -354,6 +354,14 @@ class Palette(QWidget):
         type_id = item.data(0, TYPE_ROLE)
         if type_id:
             self.add_requested.emit(type_id)
+
+    def event(self, event) -> bool:
+        # The window comes back to the front: a subflow may have been saved
+        # to the library meanwhile (another window, a colleague's commit).
+        # Reading the folders again costs a stat per file when none changed.
+        if event.type() == QEvent.Type.WindowActivate and self._document is not None:
+            self._document.sync_subflows(rescan=True)
+        return super().event(event)
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt override
         if obj is self.search and isinstance(event, QKeyEvent) \

@@ -10,7 +10,7 @@ from __future__ import annotations
 import weakref
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from designer.model.commands import UpdateSubflow, current_pin, instances_of
 from designer.model.document import FlowDocument
@@ -30,6 +30,25 @@ def update_note(doc: FlowDocument, node_id: str) -> str:
     version, text = _notes.get(doc, {}).get(node_id, ("", ""))
     pinned = fnode.subflow.version if fnode is not None and fnode.subflow else None
     return text if text and pinned == version else ""
+
+
+def shown_path(doc: FlowDocument, path) -> str:
+    """A library file as the section shows it: beside the flow, relative
+    to the flow's folder (subflows/NAME.subflow.json); else in full, the
+    home folder as ~."""
+    from pathlib import Path
+
+    path = Path(path)
+    _flow, file = doc.subflow_scope()
+    if file:
+        try:
+            return str(path.relative_to(Path(file).resolve().parent))
+        except ValueError:
+            pass
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)
 
 
 class SubflowSection(QFrame):
@@ -54,7 +73,7 @@ class SubflowSection(QFrame):
         self.newer.setObjectName("subflowNewer")
         self.newer.setTextFormat(Qt.TextFormat.RichText)
         self.newer.setWordWrap(True)
-        self.update_button = QPushButton("Update", self)
+        self.update_button = QPushButton("Update this instance", self)
         self.update_button.setToolTip("Pin this instance to the library's current version "
                                       "(one undo step)")
         self.update_button.clicked.connect(lambda: self.update_instances(every=False))
@@ -66,13 +85,13 @@ class SubflowSection(QFrame):
         self.note.setObjectName("subflowNote")
         self.note.setWordWrap(True)
         self.note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        buttons = QHBoxLayout()
-        buttons.setSpacing(6)
-        buttons.addWidget(self.update_button)
-        buttons.addWidget(self.update_all_button, 1)
+        # One above the other: side by side they would not fit a 320 px dock.
         self.buttons = QWidget(self)
-        self.buttons.setLayout(buttons)
-        buttons.setContentsMargins(0, 2, 0, 0)
+        buttons = QVBoxLayout(self.buttons)
+        buttons.setContentsMargins(0, 4, 0, 0)
+        buttons.setSpacing(4)
+        buttons.addWidget(self.update_button)
+        buttons.addWidget(self.update_all_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
         layout.setSpacing(3)
@@ -88,29 +107,37 @@ class SubflowSection(QFrame):
         defn = doc.subflow_definition(self.node_id)
         label = (defn.label or defn.name) if defn is not None else name
         entry = doc.library_entry(self.node_id)
+        where = shown_path(doc, entry.path) if entry is not None else ""
         if fnode.subflow is not None:
-            self.title.setText(f"<b>Subflow</b> {esc(label)} · library, version "
+            self.title.setText(f"<b>{esc(label)}</b> from the library, version "
                                f"<b>{esc(fnode.subflow.version)}</b>")
-            where = str(entry.path) if entry is not None else "not in the library folders"
-            self.source.setText(f"{where}\nPinned content {fnode.subflow.hash[:19]}…")
-            self.source.setToolTip("The flow file keeps the version and the hash of its "
-                                   "content, so that a run is the same run tomorrow")
+            self.source.setText(where or "Not in the library folders")
+            self.source.setToolTip(
+                (f"{entry.path}<br>" if entry is not None else "")
+                + f"Pins content {esc(fnode.subflow.hash)}: the flow file keeps the version "
+                "and the hash, so that a run is the same run tomorrow")
         elif entry is not None:
-            self.title.setText(f"<b>Subflow</b> {esc(label)} · library, no version pinned")
-            self.source.setText(str(entry.path))
+            self.title.setText(f"<b>{esc(label)}</b> from the library, no version pinned")
+            self.source.setText(where)
+            self.source.setToolTip(str(entry.path))
         else:
-            self.title.setText(f"<b>Subflow</b> {esc(label)} · defined in this flow")
-            self.source.setText("Edit its definition to change every instance at once.")
+            self.title.setText(f"<b>{esc(label)}</b>, defined in this flow")
+            self.source.setText("Edit its definition (double-click the node) to change every "
+                                "instance at once.")
+            self.source.setToolTip("")
         newer = doc.newer_version(self.node_id)
         behind = self.behind()
         self.newer.setVisible(bool(newer) or (entry is not None and fnode.subflow is None))
         if newer:
-            self.newer.setText(f"Version <b>{esc(newer)}</b> is in the library.")
+            others = len([n for n in behind if n != self.node_id])
+            self.newer.setText(f"Version <b>{esc(newer)}</b> is in the library"
+                               + (f"; {others} other instance{'s' * (others != 1)} here "
+                                  f"pin{'s' * (others == 1)} an older one." if others else "."))
         elif entry is not None and fnode.subflow is None:
             self.newer.setText(f"Pin it to version <b>{esc(entry.definition.version or '')}"
                                "</b>, the library's current one.")
         self.buttons.setVisible(bool(behind))
-        self.update_button.setEnabled(self.node_id in behind)
+        self.update_button.setVisible(self.node_id in behind)
         n = len(behind)
         self.update_all_button.setVisible(n > 1 or (n == 1 and self.node_id not in behind))
         self.update_all_button.setText("Update all instances in this flow"

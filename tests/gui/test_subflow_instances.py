@@ -20,7 +20,7 @@ from designer.model.commands import current_pin
 from designer.model.document import FlowDocument
 from designer.panels.palette import TAG_ROLE, TYPE_ROLE, Palette, QuickAdd
 from designer.panels.properties import PropertiesPanel
-from runtime.flow import Flow, FlowNode, Wire
+from runtime.flow import Flow, FlowNode
 from runtime.flow.model import SubflowDef, SubflowPin
 from runtime.flow.subflows import IN_TYPE, OUT_TYPE, port_names, save_to_library
 from runtime.registry import Registry
@@ -164,6 +164,18 @@ def test_the_palette_follows_definitions_and_the_library(make_window, flow_file)
     assert doc.registry.spec("subflow:triage") is None
 
 
+def test_the_library_is_read_again_when_the_window_comes_back(make_window,  # noqa: F811
+                                                               flow_file):
+    from PySide6.QtCore import QEvent
+
+    window = open_window(make_window, flow_file)
+    save_to_library(check_stock("1.0.0").model_copy(update={"name": "reorder"}),
+                    flow_file.parent / "subflows")
+    assert "subflow:reorder" not in palette_entries(window.palette)
+    QApplication.sendEvent(window, QEvent(QEvent.Type.WindowActivate))
+    assert palette_entries(window.palette)["subflow:reorder"] == "v1.0.0"
+
+
 # -- placing an instance -------------------------------------------------------------------
 
 def test_placing_a_library_subflow_pins_its_current_version(make_window, flow_file):  # noqa: F811
@@ -251,9 +263,10 @@ def test_properties_show_the_params_and_refuse_ai_where_not_allowed(make_window,
     assert doc.node("stock").params["sku"].to_json() == {"scope": "ai"}
     # What it runs and where from.
     section = form.subflow_section
-    assert "version <b>1.0.0</b>" in section.title.text()
+    assert "from the library, version <b>1.0.0</b>" in section.title.text()
+    assert section.source.text() == "subflows/check_stock.subflow.json"  # beside the flow
     assert str(flow_file.parent / "subflows" / "check_stock.subflow.json") in \
-        section.source.text()
+        section.source.toolTip()
     assert section.buttons.isHidden()  # nothing newer
 
 

@@ -1,0 +1,132 @@
+"""Screenshot for docs/subflows.md, "In the designer: instances": the real
+window at 1440x900 on an order desk flow with two instances of the library
+subflow check_stock, one in the order's path and one wired to an agent's
+tools port (SKU and Qty for the AI, Warehouse fixed), while the library
+holds a newer version: the palette's Subflows category, the stacked cards
+with their ports and "available" badges, and Properties with Update and
+Update all.
+
+Run from the repository root: .venv/bin/python docs/subflows_screenshots.py"""
+# ruff: noqa: E402 - a linear script, read top to bottom
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+os.environ["SWITCHBOARD_DATA_DIR"] = tempfile.mkdtemp()
+os.environ["SWITCHBOARD_CREDENTIALS"] = "file"  # never the developer's keyring
+os.environ.pop("SWITCHBOARD_SUBFLOWS", None)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtWidgets import QApplication
+
+QCoreApplication.setOrganizationName("switchboard-shots")
+app = QApplication([])
+from designer.model.commands import current_pin
+from designer.model.document import FlowDocument
+from designer.window.main_window import MainWindow
+from runtime.flow import parse_flow
+from runtime.flow.model import SubflowDef
+from runtime.flow.subflows import save_to_library
+
+
+def settle(n: int = 30) -> None:
+    for _ in range(n):
+        app.processEvents()
+
+
+def fixed(value):
+    return {"scope": "custom", "value": value}
+
+
+def check_stock(version: str, params: list[dict]) -> SubflowDef:
+    """Ask the warehouse's stock service about a SKU; out by in_stock or missing."""
+    return SubflowDef.model_validate({
+        "name": "check_stock", "label": "Check stock", "version": version,
+        "description": "Ask the warehouse's stock service whether a SKU is in stock",
+        "params": params,
+        "nodes": [
+            {"id": "order", "type": "subflow.in", "position": [0, 80],
+             "params": {"name": fixed("order")}},
+            {"id": "ask", "type": "http.request", "name": "Ask stock service",
+             "position": [220, 80],
+             "params": {"url": {"scope": "expression",
+                                "value": "http://127.0.0.1:8080/stock/{{ subflow.sku }}"}}},
+            {"id": "enough", "type": "core.switch", "name": "Enough?", "position": [440, 80],
+             "params": {"path": fixed("payload.available"),
+                        "rules": fixed([{"op": "gte", "value": 1}, {"op": "else"}])}},
+            {"id": "in_stock", "type": "subflow.out", "position": [660, 20],
+             "params": {"name": fixed("in_stock")}},
+            {"id": "missing", "type": "subflow.out", "position": [660, 140],
+             "params": {"name": fixed("missing")}}],
+        "wires": [{"from": ["order", "out"], "to": ["ask", "in"]},
+                  {"from": ["ask", "out"], "to": ["enough", "in"]},
+                  {"from": ["enough", "out0"], "to": ["in_stock", "in"]},
+                  {"from": ["enough", "out1"], "to": ["missing", "in"]}]})
+
+
+PARAMS = [
+    {"name": "sku", "label": "SKU", "type": "str", "ai_allowed": True,
+     "description": "The article number, e.g. A-1001"},
+    {"name": "qty", "label": "Quantity", "type": "int", "default": 1, "ai_allowed": True,
+     "description": "How many the order needs"},
+    {"name": "warehouse", "label": "Warehouse", "type": "enum", "default": "main",
+     "choices": ["main", "north", "south"]}]
+
+folder = Path(tempfile.mkdtemp()) / "order-desk"
+library = folder / "subflows"
+v1 = check_stock("1.0.0", PARAMS)
+save_to_library(v1, library)
+pin = current_pin(v1).model_dump()
+flow = parse_flow({
+    "format": "switchboard.flow/1", "name": "Order desk",
+    "nodes": [
+        {"id": "orders", "type": "core.inject", "name": "New order", "position": [40, 60],
+         "params": {"payload": fixed({"sku": "A-1001", "qty": 2})}},
+        {"id": "stock", "type": "subflow:check_stock", "name": "Check stock",
+         "position": [280, 60], "subflow": pin,
+         "params": {"sku": {"scope": "message", "path": "payload.sku"},
+                    "qty": {"scope": "message", "path": "payload.qty"}}},
+        {"id": "ship", "type": "core.debug", "name": "Ship it", "position": [540, 20]},
+        {"id": "backorder", "type": "core.debug", "name": "Back-order", "position": [540, 110]},
+        {"id": "question", "type": "core.inject", "name": "Customer asks", "position": [40, 300],
+         "params": {"payload": fixed("Can I get 3 of A-2002 by Friday?")}},
+        {"id": "agent", "type": "ai.agent", "name": "Assistant", "position": [280, 300],
+         "params": {"provider": fixed("scripted"),
+                    "instructions": fixed("Answer stock questions with check_stock.")}},
+        {"id": "answer", "type": "core.debug", "name": "Answer", "position": [540, 300]},
+        {"id": "stock_tool", "type": "subflow:check_stock", "name": "Stock lookup",
+         "position": [540, 420], "subflow": pin,
+         "params": {"sku": {"scope": "ai"}, "qty": {"scope": "ai"},
+                    "warehouse": fixed("north")}}],
+    "wires": [
+        {"from": ["orders", "out"], "to": ["stock", "order"]},
+        {"from": ["stock", "in_stock"], "to": ["ship", "in"]},
+        {"from": ["stock", "missing"], "to": ["backorder", "in"]},
+        {"from": ["question", "out"], "to": ["agent", "in"]},
+        {"from": ["agent", "out"], "to": ["answer", "in"]},
+        {"from": ["agent", "tools"], "to": ["stock_tool", "order"]}]})
+path = folder / "order-desk.flow.json"
+path.write_text(flow.dumps())
+# A colleague saved 1.1.0 since: it may reserve what it finds.
+save_to_library(check_stock("1.1.0", PARAMS + [
+    {"name": "reserve", "label": "Reserve", "type": "bool", "default": False}]), library)
+
+w = MainWindow(FlowDocument.open(path), restore_layout=False)
+w.set_theme("light")
+w.resize(1440, 900)
+w.show()
+settle()
+w.view.fit_all()
+w.select_node("stock_tool")
+settle()
+problems = [str(p) for p in w.document.revalidate() if p.severity == "error"]
+if problems:
+    print("the flow has problems:", *problems, sep="\n  ")
+settle()
+w.grab().save("docs/img/subflows-instances.png")
+print("subflows-instances")
+w.document.undo_stack.setClean()
+w.close()
+settle()
