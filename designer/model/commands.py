@@ -429,13 +429,19 @@ def new_node(doc: FlowDocument, type_id: str, pos: tuple[float, float]) -> FlowN
     """A fresh FlowNode of a type, with a unique id; params left out take
     their spec defaults. An instance of a library subflow pins the
     library's current version (the flow file keeps it, so the flow runs the
-    same tomorrow); one of the flow's own definitions pins nothing."""
+    same tomorrow), or, if the flow already has instances of it, the version
+    they pin: a flow runs one version of a subflow (validation refuses two),
+    and Update all brings them all to the current one. One of the flow's
+    own definitions pins nothing."""
     if is_instance_type(type_id):
         fnode = FlowNode(id=doc.flow.new_id(subflow_name(type_id)), type=type_id,
                          position=(pos[0], pos[1]))
         entry = doc.library_current(subflow_name(type_id))
         if entry is not None:
-            fnode.subflow = current_pin(entry.definition)
+            pinned = next((n.subflow for n in doc.flow.nodes
+                           if n.type == type_id and n.subflow is not None), None)
+            fnode.subflow = pinned.model_copy() if pinned is not None else \
+                current_pin(entry.definition)
         return fnode
     return FlowNode(id=doc.flow.new_id(type_id), type=type_id, position=(pos[0], pos[1]))
 

@@ -128,16 +128,20 @@ class SubflowSection(QFrame):
         newer = doc.newer_version(self.node_id)
         behind = self.behind()
         self.newer.setVisible(bool(newer) or (entry is not None and fnode.subflow is None))
+        others = [n for n in behind if n != self.node_id]
         if newer:
-            others = len([n for n in behind if n != self.node_id])
-            self.newer.setText(f"Version <b>{esc(newer)}</b> is in the library"
-                               + (f"; {others} other instance{'s' * (others != 1)} here "
-                                  f"pin{'s' * (others == 1)} an older one." if others else "."))
+            self.newer.setText(
+                f"Version <b>{esc(newer)}</b> is in the library."
+                + (f" A flow runs one version of a subflow: update all {len(behind)} "
+                   "instances together." if others and self.node_id in behind else ""))
         elif entry is not None and fnode.subflow is None:
             self.newer.setText(f"Pin it to version <b>{esc(entry.definition.version or '')}"
                                "</b>, the library's current one.")
         self.buttons.setVisible(bool(behind))
-        self.update_button.setVisible(self.node_id in behind)
+        # Alone, it would pin another version than the other instances, and
+        # the flow would not run (one version of a subflow per flow): then
+        # only Update all is offered, and the line above says why.
+        self.update_button.setVisible(self.node_id in behind and not others)
         n = len(behind)
         self.update_all_button.setVisible(n > 1 or (n == 1 and self.node_id not in behind))
         self.update_all_button.setText("Update all instances in this flow"

@@ -211,6 +211,24 @@ def test_placing_a_library_subflow_pins_its_current_version(make_window, flow_fi
         (STOCK, node.subflow)] * 3 + [("subflow:notify", None)]
 
 
+def test_a_new_instance_pins_the_version_the_flows_instances_pin(make_window,  # noqa: F811
+                                                                   flow_file):
+    window = open_window(make_window, flow_file)
+    doc = window.document
+    old_pin = current_pin(check_stock("1.0.0"))
+    place(doc, "stock", old_pin)
+    save_to_library(check_stock("1.1.0", params=V11_PARAMS), flow_file.parent / "subflows")
+    doc.sync_subflows(rescan=True)
+    assert palette_entries(window.palette)[STOCK] == "v1.1.0"
+    # A flow runs one version of a subflow: the new one joins the old pin
+    # (and shows the badge); Update all then moves both.
+    added = window.editor.add_node(STOCK)
+    assert doc.node(added).subflow == old_pin
+    assert window.scene.item_for_node(added).look.newer == "1.1.0"
+    assert not [p for p in doc.revalidate()
+                if p.node in ("stock", added) and (p.field or "").startswith("subflow")]
+
+
 def test_an_instance_draws_the_definitions_ports(make_window, flow_file):  # noqa: F811
     window = open_window(make_window, flow_file)
     doc = window.document
@@ -329,6 +347,10 @@ def test_update_all_is_one_undo_step_for_every_instance(make_window, flow_file):
     section = window.properties.form.subflow_section
     assert section.update_all_button.isVisible()
     assert section.update_all_button.text() == "Update all instances in this flow (2)"
+    # Updating one alone would leave the flow with two versions of one
+    # subflow, which it cannot run: only Update all, and the box says why.
+    assert section.update_button.isHidden()
+    assert "update all 2 instances together" in section.newer.text()
     steps = doc.undo_stack.count()
     QTest.mouseClick(section.update_all_button, Qt.MouseButton.LeftButton)
     new_pin = current_pin(check_stock("1.1.0", params=V11_PARAMS))
