@@ -333,7 +333,10 @@ class FlowDocument(QObject):
         return tuple(sorted(uses))
 
     def _subflow_node_added(self, node_id: str) -> None:
-        n = self.node(node_id)
+        # Most nodes are appended: no lookup (a paste of 2,000 would pay a
+        # rebuild of the id index per node).
+        nodes = self.flow.nodes
+        n = nodes[-1] if nodes and nodes[-1].id == node_id else self.node(node_id)
         if n is not None and (is_instance_type(n.type) or n.type in (IN_TYPE, OUT_TYPE)):
             self._after_subflow_edit()
 

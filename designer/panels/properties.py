@@ -80,6 +80,7 @@ class PropertiesPanel(QWidget):
         d.flow_reset.connect(self._on_flow_reset)
         d.problems_changed.connect(self._on_problems)
         d.changed.connect(self._on_changed)
+        d.subflows_changed.connect(self._on_subflows_changed)
         self.set_node(None)
 
     # -- selection ------------------------------------------------------------------
@@ -134,6 +135,13 @@ class PropertiesPanel(QWidget):
             self.form.sync()
         elif len(self.selection) > 1 and node_id in self.selection:
             self._fill_summary(self.selection)
+
+    def _on_subflows_changed(self) -> None:
+        # Inside a definition the Subflow scope lists the subflow's params:
+        # they may have changed (added, renamed, retyped).
+        if self.form is not None and self.node_id is not None \
+                and getattr(self.doc, "definition", None) is not None:
+            self._build_form(self.node_id)
 
     def _on_node_removed(self, node_id: str, _index: int) -> None:
         if node_id in self.selection:

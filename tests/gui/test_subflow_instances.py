@@ -21,7 +21,7 @@ from designer.model.document import FlowDocument
 from designer.panels.palette import TAG_ROLE, TYPE_ROLE, Palette, QuickAdd
 from designer.panels.properties import PropertiesPanel
 from runtime.flow import Flow, FlowNode
-from runtime.flow.model import SubflowDef, SubflowPin
+from runtime.flow.model import SubflowDef, SubflowParam, SubflowPin
 from runtime.flow.subflows import IN_TYPE, OUT_TYPE, port_names, save_to_library
 from runtime.registry import Registry
 from runtime.spec import Scope
@@ -386,6 +386,12 @@ def test_inside_a_definition_a_param_can_take_a_subflow_param(qtbot, flow_file):
     assert setting.to_json() == {"scope": "subflow", "param": "wait"}
     assert owner.flow.subflow("notify").nodes[1].params["seconds"] is setting
     assert not row.subflow_box.isHidden() and row.value_editor.isHidden()
+    # A param added to the subflow (its header's editor calls
+    # sync_subflows) is offered at once.
+    owner.flow.subflow("notify").params.append(SubflowParam(name="pause_for", type="float"))
+    doc.sync_subflows()
+    combo = panel.form.rows["seconds"].subflow_combo
+    assert [combo.itemData(i) for i in range(combo.count())] == ["wait", "pause_for"]
     # A text param picks among the text ones.
     panel.set_node("get")
     url = panel.form.rows["url"]
