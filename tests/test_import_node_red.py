@@ -117,7 +117,26 @@ def _import_export(node_red, tmp_path, name: str):
     report = read_node_red(path)
     # No silent drop: every entry of the export is counted once in the table.
     assert report.total() == len(export) == report.entries
+    assert_accounted(report, export)
     return export, report
+
+
+def assert_accounted(report, export: list) -> None:
+    """Every Node-RED entry id is somewhere: a node of the flow or of a
+    subflow definition (which exists there), a definition, wires, or notes."""
+    assert set(report.where) == {n["id"] for n in export}
+    defs = {d.name: d for d in report.flow.subflows}
+    for where in report.where.values():
+        kind, _, rest = where.partition(" ")
+        if kind in ("node", "placeholder"):
+            assert report.flow.node(rest) is not None, where
+        elif kind == "subflow":
+            assert rest in defs, where
+        elif where.startswith("subflows."):
+            name, _, inner = where[len("subflows."):].partition("/")
+            assert any(n.id == inner for n in defs[name].nodes), where
+        else:
+            assert where in ("wires", "notes", "flow"), where
 
 
 def _cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -202,19 +221,36 @@ def test_route_flow_imports_and_answers_as_node_red_does(node_red, tmp_path):
 def test_subflow_env_link_junction_group_comment(node_red, tmp_path):
     export, report = _import_export(node_red, tmp_path, "subflow-env.json")
     flow = report.flow
-    # The instance is inlined: ids prefixed, env values read where env is read.
-    ch = _node(report, "inst1.sfc1")
-    assert _params(ch)["rules"] == [
-        {"action": "set", "path": "payload.greeting", "value": "Bonjour"},  # instance's value
-        {"action": "set", "path": "payload.times", "value": 2}]  # the subflow's default
-    tpl = _params(_node(report, "inst1.sft1"))["template"]
-    assert "!" in tpl and "PUNCT" not in tpl
-    assert "via instance 'French'" in ch.notes and "REVIEW" in ch.notes
-    assert report.table["subflow:Greeter"] == Counter(review=1)
-    # Link out -> link in -> instance -> junction: dissolved into wires.
-    wires = {(w.source[0], w.target[0]) for w in flow.wires}
-    assert wires == {("in2", "inst1.sfc1"), ("inst1.sfc1", "inst1.sft1"),
-                     ("inst1.sft1", "out2")}
+    # The subflow is a definition; its env properties are its params.
+    (greeter,) = flow.subflows
+    assert (greeter.name, greeter.label, greeter.description) == (
+        "Greeter", "Greeter", "Greets with env values.")
+    assert [(p.name, p.type.value, p.default) for p in greeter.params] == [
+        ("GREETING", "str", "Hello"), ("PUNCT", "str", "!"), ("TIMES", "int", 2)]
+    inner = {n.id: n for n in greeter.nodes}
+    assert [(n.type, _params(n)["name"]) for n in greeter.nodes
+            if n.type.startswith("subflow.")] == [("subflow.in", "in"), ("subflow.out", "out1")]
+    # The change rules read env: the params, given to a Python node as its input.
+    ch = inner["sfc1"]
+    assert ch.type == "core.python" and "REVIEW" not in ch.notes
+    assert ch.params["input"].to_json() == {
+        "scope": "expression", "value": '{{ {"GREETING": subflow.GREETING, "TIMES": subflow.TIMES} }}'}
+    # {{env.PUNCT}}: the param's value, written into the Template node's text.
+    tpl = inner["sft1"].params["template"]
+    assert tpl.scope == "expression" and "subflow.PUNCT | e" in tpl.value
+    # The instance: a node of the definition's type, its env values the params.
+    inst = _node(report, "inst1")
+    assert inst.type == "subflow:Greeter" and inst.name == "French"
+    assert _params(inst) == {"GREETING": "Bonjour"}
+    assert report.table["subflow:Greeter"] == Counter(mapped=1)
+    assert report.table["subflow"] == Counter(mapped=1)
+    assert report.where["sfc1"] == "subflows.Greeter/sfc1" and report.where["sf1"] == \
+        "subflow Greeter"
+    # Link out -> link in -> instance -> junction: dissolved into wires, by port.
+    wires = {(w.source, w.target) for w in flow.wires}
+    assert wires == {(("in2", "out"), ("inst1", "in")), (("inst1", "out1"), ("out2", "in"))}
+    assert {(w.source[0], w.target[0]) for w in greeter.wires} == {
+        ("in", "sfc1"), ("sfc1", "sft1"), ("sft1", "out1")}
     for t in ("link in", "link out", "junction"):
         assert report.table[t] == Counter(mapped=1)
     # Group and comment: kept as notes, never dropped.
@@ -224,6 +260,7 @@ def test_subflow_env_link_junction_group_comment(node_red, tmp_path):
     assert "PUNCT and TIMES keep the subflow's defaults" in flow.description
     assert report.table["comment"] == Counter(review=1)
     assert report.table["group"] == Counter(review=1)
+    assert validate_flow(flow) == []
     flow_path = tmp_path / "greet.flow.json"
     flow_path.write_text(flow.dumps())
     node_red.deploy(_source("subflow-env.json"))
@@ -239,13 +276,22 @@ def test_subflow_env_link_junction_group_comment(node_red, tmp_path):
 
 def test_nested_subflows_cross_tab_links_split_join(node_red, tmp_path):
     export, report = _import_export(node_red, tmp_path, "nested.json")
-    tpl = _node(report, "o5.n5.tpl5")  # Inner inlined in Outer inlined in instance o5
-    # LABEL is of type env (reads SUFFIX one level up): the instance's "b".
-    assert _params(tpl)["template"] == "{{ payload | e }}-b"
+    defs = {d.name: d for d in report.flow.subflows}
+    assert set(defs) == {"Outer", "Inner"}
+    # Outer's instance of Inner sets LABEL from env SUFFIX (type env): Outer's param.
+    (n5,) = [n for n in defs["Outer"].nodes if n.id == "n5"]
+    assert n5.type == "subflow:Inner"
+    assert n5.params["LABEL"].to_json() == {"scope": "subflow", "param": "SUFFIX"}
+    (tpl,) = [n for n in defs["Inner"].nodes if n.id == "tpl5"]
+    assert tpl.params["template"].value == (
+        "{% raw %}{{ payload | e }}-{% endraw %}{{ '{% raw %}' ~ (subflow.LABEL | e) ~ "
+        "'{% endraw %}' }}")
+    assert _params(_node(report, "o5")) == {"SUFFIX": "b"}
     assert _node(report, "dbg6").disabled
     wires = {(w.source[0], w.target[0]) for w in report.flow.wires}
-    assert ("sp5", "o5.n5.tpl5") in wires and ("o5.n5.tpl5", "jn5") in wires  # across tabs
+    assert ("sp5", "o5") in wires and ("o5", "jn5") in wires  # across tabs
     assert len({n.position[1] >= 0 for n in report.flow.nodes}) == 1
+    assert validate_flow(report.flow) == []
     flow_path = tmp_path / "nested.flow.json"
     flow_path.write_text(report.flow.dumps())
     node_red.deploy(_source("nested.json"))
@@ -513,7 +559,7 @@ def test_too_big_file(tmp_path, monkeypatch):
         read_node_red(big)
 
 
-def test_unused_subflow_and_nested_subflows_are_not_dropped():
+def test_unused_subflow_and_nested_subflows_are_not_dropped(tmp_path):
     flows = [
         {"id": "t", "type": "tab", "label": "T"},
         {"id": "IN", "type": "subflow", "name": "Inner", "in": [{"wires": [{"id": "c"}]}],
@@ -535,16 +581,34 @@ def test_unused_subflow_and_nested_subflows_are_not_dropped():
     ]
     report = import_node_red(json.dumps(flows))
     assert report.total() == len(flows)
-    ch = report.flow.node("o.n.c")
-    assert ch is not None and ch.params["rules"].value[0]["value"] == "outer"  # env -> env
-    wires = {(w.source[0], w.target[0]) for w in report.flow.wires}
-    assert wires == {("s", "o.n.c"), ("o.n.c", "d")}
-    lone = report.flow.node("LONE.l1")
-    assert lone is not None and lone.disabled
+    assert_accounted(report, flows)
+    defs = {d.name: d for d in report.flow.subflows}
+    assert set(defs) == {"Inner", "Outer", "Lonely"}
+    # Inner's change reads its own V; Outer's instance of Inner sets V from Outer's V.
+    (c,) = [n for n in defs["Inner"].nodes if n.id == "c"]
+    assert c.params["input"].value == '{{ {"V": subflow.V} }}'
+    (n,) = [n for n in defs["Outer"].nodes if n.id == "n"]
+    assert n.params["V"].to_json() == {"scope": "subflow", "param": "V"}
+    assert report.flow.node("o").params == {}  # no env value: Outer's default
+    wires = {(w.source, w.target) for w in report.flow.wires}
+    assert wires == {(("s", "out"), ("o", "in")), (("o", "out1"), ("d", "in"))}
+    # A subflow no instance uses: a definition all the same, nothing disabled.
+    assert [(n.id, n.type, n.disabled) for n in defs["Lonely"].nodes] == [
+        ("l1", "core.debug", False)]
+    assert report.where["LONE"] == "subflow Lonely" and report.where["l1"] == \
+        "subflows.Lonely/l1"
+    assert report.table["subflow"] == Counter(mapped=3)
     assert report.table["mqtt-broker"] == Counter(review=1)
     assert "Config node 'mqtt-broker' 'broker'" in report.flow.description
     table = format_table(report)
     assert "total (11)" in table and "mqtt-broker" in table
+    assert [p.message for p in validate_flow(report.flow)] == ["input is not connected"]  # l1
+    path = tmp_path / "nest.flow.json"
+    path.write_text(report.flow.dumps())
+    r = subprocess.run(CLI + ["run", str(path), "--no-history"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.splitlines()[0])["value"] == "outer"  # env -> env -> param
 
 
 def test_delay_from_msg_and_template_env_run(tmp_path):
@@ -615,6 +679,7 @@ def test_any_field_of_any_entry_may_be_wrong_never_a_crash():
         except NodeRedImportError:
             return
         assert report.total() == len(flows)
+        assert_accounted(report, flows)
         report.flow.dumps()
 
     check()

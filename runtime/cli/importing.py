@@ -14,9 +14,10 @@ from typing import Any
 from .base import EXIT_OK, UsageError, _Parser
 
 IMPORT_EPILOG = """Every Node-RED node is imported: as its Switchboard node, as one to review
-(its notes say what to look at; subflow instances are inlined), or as a
-placeholder naming its Node-RED type, which blocks the run (exit 2) until it is
-replaced. Groups and comments are kept as notes. See docs/import-node-red.md."""
+(its notes say what to look at), or as a placeholder naming its Node-RED type,
+which blocks the run (exit 2) until it is replaced. Subflows become subflows
+(their env properties their params); groups and comments are kept as notes.
+See docs/import-node-red.md."""
 
 
 def _add_import_parser(sub: Any) -> None:
@@ -60,7 +61,9 @@ def _import(args: argparse.Namespace) -> int:
         print(f"warning: {w}", file=sys.stderr)
     review = sum(c["review"] for c in report.table.values())
     held = sum(c["placeholder"] for c in report.table.values())
-    print(f"wrote {out} ({len(report.flow.nodes)} nodes, {len(report.flow.wires)} wires)")
+    subflows = len(report.flow.subflows)
+    print(f"wrote {out} ({len(report.flow.nodes)} nodes, {len(report.flow.wires)} wires"
+          + (f", {subflows} subflow{'s' * (subflows != 1)}" if subflows else "") + ")")
     if held:
         print(f"{held} placeholder(s): the flow does not run until they are replaced")
     if review:

@@ -36,6 +36,8 @@ class Mapped:
     #: Switchboard port per Node-RED output index; an index past it is noted.
     ports: list[str] = field(default_factory=lambda: ["out"])
     env_readable: list[str] = field(default_factory=list)
+    #: A template of it reads a subflow param (``{{ subflow.NAME }}``).
+    reads_subflow: bool = False
 
     def review(self, why: str) -> None:
         self.status = worse(self.status, REVIEW)
@@ -44,35 +46,83 @@ class Mapped:
 
 class Env:
     """The env values a node reads (``env`` typed properties, ``${NAME}``,
-    ``{{env.NAME}}``): of its subflow instance, then its subflow's
-    defaults, then its parent's, then its tab's. Node-RED falls back to the
-    process's variables: those are not read here (they are of this machine,
-    not of the flow, and may be secrets), so such a read is marked review."""
+    ``{{env.NAME}}``). A tab's: its env properties. A subflow's: its env
+    properties, which are the params of its Switchboard definition
+    (``params``: env name -> (param name, type)); a node inside reads one
+    of them as that param (scope ``subflow``, ``{{ subflow.NAME }}``) where
+    the setting can, and a name the subflow does not declare is looked up
+    where its instances are (``parents``: their tabs' or subflows' envs),
+    when they all agree. Node-RED falls back to the process's variables:
+    those are not read here (they are of this machine, not of the flow, and
+    may be secrets), so such a read is marked review."""
 
     def __init__(self, values: dict[str, tuple[str, Any]] | None = None,
-                 parent: Env | None = None, where: str = "") -> None:
+                 parent: Env | None = None, where: str = "",
+                 params: dict[str, tuple[str, str]] | None = None) -> None:
         self.values = values or {}
         self.parent = parent
         self.where = where
+        self.params = params or {}
+        self.parents: list[Env] = []
+
+    def param(self, name: Any) -> tuple[str, str] | None:
+        """(param name, type) of the subflow param env ``name`` is, if the
+        subflow this env is of declares it (a secret is none: it is never
+        computed into another setting)."""
+        found = self.params.get(name) if isinstance(name, str) else None
+        return found if found is not None and found[1] != "secret" else None
 
     def lookup(self, name: str) -> tuple[bool, Any, str]:
-        """(found, value, why-not)."""
-        env: Env | None = self
-        seen = 0
-        while env is not None and seen < 64:
-            if name in env.values:
-                kind, value = env.values[name]
-                if kind == "cred":
-                    return False, None, f"env '{name}' is a credential (not exported by Node-RED)"
-                if kind == "env":  # another variable's value, looked up above this level
-                    parent = env.parent
-                    if parent is None:
-                        return False, None, f"env '{name}' reads the process variable '{value}'"
-                    return parent.lookup(str(value))
-                ok, v, why = typed(value, kind, None)
-                return ok, v, why
-            env, seen = env.parent, seen + 1
-        return False, None, f"env '{name}' is not set in the flow (Node-RED would read the process's)"
+        """(found, value, why-not). A subflow's own param is not found (its
+        value is the instance's): the value is its default, and why says so."""
+        return self._lookup(name, 0)
+
+    def _lookup(self, name: str, depth: int) -> tuple[bool, Any, str]:
+        if depth > 64:
+            return False, None, f"env '{name}' refers to itself"
+        if name not in self.values:
+            return self._up(name, depth)
+        kind, value = self.values[name]
+        if kind == "cred":
+            return False, None, f"env '{name}' is a credential (not exported by Node-RED)"
+        if kind == "env":  # another variable's value, looked up above this level
+            if self.parent is None and not self.parents:
+                return False, None, f"env '{name}' reads the process variable '{value}'"
+            ok, v, why = self._up(str(value), depth)
+        else:
+            ok, v, why = typed(value, kind, None)
+        if ok and name in self.params:
+            p = self.params[name][0]
+            if depth == 0:
+                return False, v, (f"env '{name}' is the subflow's param '{p}', which this "
+                                  f"setting cannot read: it has the default {_short(v)} in "
+                                  "every instance")
+            return False, v, (f"env '{name}' is a param of the enclosing {self.where}, which a "
+                              "Switchboard subflow cannot read (only its own params): it has "
+                              f"that subflow's default {_short(v)}")
+        return ok, v, why
+
+    def _up(self, name: str, depth: int) -> tuple[bool, Any, str]:
+        if self.parent is not None:
+            return self.parent._lookup(name, depth + 1)
+        if not self.parents:
+            return False, None, (f"env '{name}' is not set in the flow (Node-RED would read "
+                                 "the process's)")
+        found = [p._lookup(name, depth + 1) for p in self.parents[:100]]
+        values = {json.dumps(v, sort_keys=True, default=str) for _ok, v, _why in found}
+        if all(ok for ok, _v, _why in found) and len(values) == 1:
+            return found[0]
+        bad = next((f for f in found if not f[0]), None)
+        if bad is not None:
+            return bad
+        return False, found[0][1], (f"env '{name}' (not a param of {self.where}) differs "
+                                    "between the places its instances are in: it has the "
+                                    f"first one's {_short(found[0][1])}")
+
+
+def _short(v: Any) -> str:
+    text = json.dumps(v, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def typed(value: Any, kind: str | None, env: Env | None) -> tuple[bool, Any, str]:
@@ -110,18 +160,39 @@ def x(text: str) -> dict[str, Any]:
     return {"scope": "expression", "value": text}
 
 
-_DOLLAR = re.compile(r"^\$\{(\w+)\}$")
+def sub(param: str) -> dict[str, Any]:
+    """A setting read from the subflow param ``param``."""
+    return {"scope": "subflow", "param": param}
+
+
+#: Node-RED replaces a property that is exactly ``${NAME}`` (or the old
+#: ``$(NAME)``) with env NAME (runtime/lib/flows/util.js).
+_DOLLAR = re.compile(r"^\$\{(\S+)\}$|^\$\((\S+)\)$")
+
+
+def env_name(value: Any) -> str | None:
+    """NAME of a property that is exactly ``${NAME}`` or ``$(NAME)``."""
+    if isinstance(value, str) and value.startswith("$"):
+        hit = _DOLLAR.match(value)
+        if hit:
+            return hit.group(1) or hit.group(2)
+    return None
+
+
+def param_ref(value: Any, env: Env) -> tuple[str, str] | None:
+    """The subflow param (name, type) a ``${NAME}`` property reads, if NAME
+    is one of its subflow's env properties."""
+    return env.param(env_name(value))
 
 
 def dollar_env(value: Any, env: Env, out: Mapped, what: str) -> Any:
     """Node-RED replaces a property that is exactly ``${NAME}`` with env NAME."""
-    if isinstance(value, str):
-        hit = _DOLLAR.match(value.strip())
-        if hit:
-            ok, v, why = env.lookup(hit.group(1))
-            if ok:
-                return v
-            out.review(f"{what}: {why}")
+    name = env_name(value)
+    if name is not None:
+        ok, v, why = env.lookup(name)
+        if ok:
+            return v
+        out.review(f"{what}: {why}")
     return value
 
 
@@ -144,7 +215,9 @@ def _inject(n: dict, env: Env) -> Mapped:
             topic = prop.get("v", n.get("topic", ""))
             if prop.get("vt", "str") != "str":
                 out.review(f"topic of type {prop.get('vt')} kept as text")
-            out.params["topic"] = c(str(dollar_env(topic or "", env, out, "topic")))
+            ref = param_ref(topic, env)
+            out.params["topic"] = sub(ref[0]) if ref else \
+                c(str(dollar_env(topic or "", env, out, "topic")))
         else:
             out.review(f"msg.{p} ({prop.get('vt')} {str(prop.get('v'))[:60]!r}) is not set by "
                        "Switchboard's inject: add a Change node after it")
@@ -166,8 +239,10 @@ def _schedule(n: dict, inject: Mapped) -> Mapped:
     out = Mapped("trigger.schedule", notes=list(inject.notes), status=inject.status)
     out.params["cron"] = c(str(n["crontab"]))
     kind = inject.params.get("payload_type", c("string"))["value"]
-    text = inject.params.get("payload", c(""))["value"]
-    if kind == "timestamp":
+    text = inject.params.get("payload", c("")).get("value")
+    if inject.params.get("payload", {}).get("scope") == "subflow":
+        out.params["payload"] = inject.params["payload"]  # as each instance sets it
+    elif kind == "timestamp":
         out.review("the payload is {fired_at, scheduled_for} instead of a timestamp")
     else:
         vt = {"string": "str", "number": "num", "boolean": "bool", "JSON": "json"}.get(kind)
@@ -185,6 +260,13 @@ def _schedule(n: dict, inject: Mapped) -> Mapped:
 def _inject_payload(out: Mapped, v: Any, vt: str, env: Env) -> None:
     kinds = {"str": "string", "num": "number", "bool": "boolean", "json": "JSON",
              "date": "timestamp"}
+    ref = env.param(str(v)) if vt == "env" else param_ref(v, env) if vt in kinds else None
+    if ref is not None:  # the subflow's param, as each instance sets it
+        name, ptype = ref
+        out.params["payload"] = sub(name)
+        out.params["payload_type"] = c(
+            "string" if vt == "str" else _PAYLOAD_OF_PARAM.get(ptype, "JSON"))
+        return
     if vt == "env":
         ok, value, _why = env.lookup(str(v))
         if ok:
@@ -203,6 +285,11 @@ def _inject_payload(out: Mapped, v: Any, vt: str, env: Env) -> None:
         return
     out.params["payload_type"], out.params["payload"] = c("string"), c(str(v))
     out.review(f"payload of type '{vt}' ({str(v)[:60]!r}) kept as text")
+
+
+#: The inject payload type that reads a subflow param of each type.
+_PAYLOAD_OF_PARAM = {"str": "string", "enum": "string", "int": "number", "float": "number",
+                     "bool": "boolean", "json": "JSON"}
 
 
 def _debug(n: dict, env: Env) -> Mapped:
@@ -241,6 +328,12 @@ def _change(n: dict, env: Env) -> Mapped:
             if tot == "msg":
                 rules.append({"action": "copy", "from": str(r.get("to", "")), "path": p})
                 continue
+            ref = env.param(env_name(r.get("to")) or str(r.get("to"))) if tot == "env" \
+                else param_ref(r.get("to"), env) if tot in ("str", "num", "bool", "json") \
+                else None
+            if ref is not None:  # the subflow's param, as each instance sets it
+                rules.append({"action": "set", "path": p, "param": ref[0]})
+                continue
             ok, value, why = typed(dollar_env(r.get("to"), env, out, where), tot, env)
             if not ok:
                 out.review(f"{where}: sets msg.{p}: {why}; set to its text")
@@ -251,16 +344,29 @@ def _change(n: dict, env: Env) -> Mapped:
                 rules.append(rule)
         else:
             out.review(f"{where}: '{t}' on msg.{p} is not mapped")
-    if any(r["action"] == "replace" for r in rules):
+    params = list(dict.fromkeys(r["param"] for r in rules if "param" in r))
+    if params or any(r["action"] == "replace" for r in rules):
         from .node_red_python import change_code
 
         python = Mapped("core.python", status=out.status, notes=out.notes)
         python.params["code"] = c(change_code(str(n.get("name") or ""), rules))
-        python.review("search and replace rules: the change node became a Python node "
-                      "doing its rules in order")
+        if params:
+            # The params' values for each message: args[NAME] in the code.
+            python.params["input"] = x(subflow_dict(params))
+            python.notes.append(f"Rules set from the subflow's params {', '.join(params)}: "
+                                "the change node became a Python node doing its rules in "
+                                "order, the params read as args (its input)")
+        if any(r["action"] == "replace" for r in rules):
+            python.review("search and replace rules: the change node became a Python node "
+                          "doing its rules in order")
         return python
     out.params["rules"] = c(rules)
     return out
+
+
+def subflow_dict(params: list[str]) -> str:
+    """An expression whose value is {NAME: the subflow param NAME} for each."""
+    return "{{ {" + ", ".join(f"{json.dumps(p)}: subflow.{p}" for p in params) + "} }}"
 
 
 def _replace_rule(r: dict, p: str, env: Env, out: Mapped, where: str) -> dict | None:
@@ -342,11 +448,20 @@ _MUSTACHE = re.compile(r"\{\{\{\s*([^}]*?)\s*\}\}\}|\{\{\s*([&#^/!>=]?)\s*([^}]*
 _NAME = re.compile(r"^[A-Za-z_$][\w$]*(\.[\w$]+)*$")
 
 
-def mustache_to_jinja(text: str, env: Env, out: Mapped) -> str:
+def mustache_to_jinja(text: str, env: Env, out: Mapped, *, msg: str = "",
+                      html: bool = True, two_pass: bool = False) -> str:
     """Mustache variables to Jinja2; literal text that Jinja2 would read is
     kept raw. Sections, partials and comments are not mapped: the whole
-    template is kept as text and marked review."""
-    parts, pos = [], 0
+    template is kept as text and marked review. ``msg``: what a message's
+    name is written after (``msg.`` in an expression); ``html``: whether
+    ``{{x}}`` escapes HTML as mustache does. ``{{env.NAME}}`` of one of the
+    subflow's env properties reads its param: ``{{ subflow.NAME }}``
+    (``out.reads_subflow``); with ``two_pass`` (a Template node's text, which
+    does not see ``subflow``) the result is then an expression that writes
+    the Template node's text with the params' values in it
+    (``subflow_text``)."""
+    parts: list[Any] = []
+    pos = 0
     for hit in _MUSTACHE.finditer(text):
         parts.append(_literal(text[pos:hit.start()]))
         pos = hit.end()
@@ -356,9 +471,16 @@ def mustache_to_jinja(text: str, env: Env, out: Mapped) -> str:
         if (triple is None and sigil not in ("", "&")) or not _NAME.match(name or "-"):
             out.review(f"mustache tag {hit.group(0)[:60]!r} (sections, partials, comments) is "
                        "not mapped: the template is kept as plain text")
+            out.reads_subflow = False
             return _literal(text)
         root = name.split(".")[0]
+        escape = escape and html
         if root == "env":
+            ref = env.param(name.split(".", 1)[1] if "." in name else "")
+            if ref is not None:
+                parts.append(("subflow." + ref[0] + (" | e" if escape else ""),))
+                out.reads_subflow = True
+                continue
             ok, value, why = env.lookup(name.split(".", 1)[1] if "." in name else "")
             if ok:
                 parts.append(_literal(_escape_html(str(value)) if escape else str(value)))
@@ -367,9 +489,37 @@ def mustache_to_jinja(text: str, env: Env, out: Mapped) -> str:
                        "(it renders empty): set the value on the message with a Change node")
         elif root in ("flow", "global"):
             out.review(f"{{{{{name}}}}} reads a {root} variable: check that the run sets it")
-        parts.append("{{ " + name + (" | e" if escape else "") + " }}")
+        at = "" if root in ("flow", "global") and msg else msg  # their own roots
+        parts.append("{{ " + at + name + (" | e" if escape else "") + " }}")
     parts.append(_literal(text[pos:]))
-    return "".join(parts)
+    if two_pass and out.reads_subflow:
+        return subflow_text(parts)
+    return "".join(p if isinstance(p, str) else "{{ " + p[0] + " }}" for p in parts)
+
+
+def subflow_text(parts: list[Any]) -> str:
+    """The expression that writes a Template node's text: its own parts
+    (str) as they are, and each subflow param (a 1-tuple: the expression
+    reading it) as its value, inside {% raw %} so that the Template node
+    writes the value as it is. Only the params go through a template twice,
+    never the message's values."""
+    out, run = [], []
+
+    def flush() -> None:
+        chunk = "".join(run)
+        run.clear()
+        if chunk:
+            out.append("{% raw %}" + chunk + "{% endraw %}" if "endraw" not in chunk
+                       else "{{ " + json.dumps(chunk) + " }}")
+
+    for p in parts:
+        if isinstance(p, str):
+            run.append(p)
+        else:
+            flush()
+            out.append("{{ '{% raw %}' ~ (" + p[0] + ") ~ '{% endraw %}' }}")
+    flush()
+    return "".join(out)
 
 
 def _literal(text: str) -> str:
@@ -388,7 +538,11 @@ def _template(n: dict, env: Env) -> Mapped:
     out = Mapped("core.template")
     text = str(n.get("template") or "")
     if n.get("syntax", "mustache") == "mustache":
-        out.params["template"] = c(mustache_to_jinja(text, env, out))
+        jinja = mustache_to_jinja(text, env, out, two_pass=True)
+        out.params["template"] = x(jinja) if out.reads_subflow else c(jinja)
+        if out.reads_subflow:
+            out.notes.append("The template reads the subflow's params: it is an expression "
+                             "({{ }}) writing the Template node's text with their values in it")
     else:
         out.params["template"] = c(_literal(text))
     if n.get("fieldType", "msg") != "msg":
@@ -531,12 +685,14 @@ def _http_request(n: dict, env: Env) -> Mapped:
         out.params["method"] = c(method)
     else:
         out.review(f"method {method!r} is not mapped: GET")
+    ref = param_ref(n.get("url"), env)
     url = str(dollar_env(n.get("url") or "", env, out, "url"))
-    if not url:
+    if ref is not None:
+        out.params["url"] = sub(ref[0])
+    elif not url:
         out.params["url"] = m("url")
     elif "{{" in url:
-        out.params["url"] = x(mustache_to_jinja(url, env, out).replace("{{ ", "{{ msg.")
-                              .replace(" | e }}", " }}"))
+        out.params["url"] = x(mustache_to_jinja(url, env, out, msg="msg.", html=False))
     else:
         out.params["url"] = c(url)
     out.params["response_as"] = c({"txt": "text", "obj": "json"}.get(n.get("ret", "txt"), "auto"))
@@ -575,6 +731,9 @@ def _filename(n: dict, out: Mapped, env: Env) -> dict[str, Any]:
     kind = n.get("filenameType", "str")
     if kind == "msg" or not name:
         return m(str(name or "filename"))
+    ref = env.param(str(name)) if kind == "env" else param_ref(name, env)
+    if ref is not None:
+        return sub(ref[0])
     if kind == "env":
         ok, value, why = env.lookup(str(name))
         if ok:
@@ -665,11 +824,23 @@ def _function(n: dict, env: Env) -> Mapped:
         if code:
             lines.append(f"# --- {label} (JavaScript) ---")
             lines += ["# " + ln for ln in str(code).splitlines()]
+    params = list(dict.fromkeys(
+        ref[0] for code in (n.get("initialize"), func, n.get("finalize")) if code
+        for name in _ENV_GET.findall(str(code)) if (ref := env.param(name)) is not None))
+    if params:
+        # env.get("NAME") of the subflow's env properties: its params, given
+        # to the Python as its input.
+        out.params["input"] = x(subflow_dict(params))
+        lines += ["#", "# env.get(\"NAME\") of this subflow's properties: args[\"NAME\"] here "
+                  f"(the input gives {', '.join(params)})."]
     lines.append(f"raise NotImplementedError({_py_text(_fn_message(n))})")
     out.params["code"] = c("\n".join(lines) + "\n")
     out.review("a function node: its JavaScript is kept as a comment and the node raises "
                "until it is translated to Python")
     return out
+
+
+_ENV_GET = re.compile(r"""\benv\.get\(\s*["']([A-Za-z_][\w]*)["']\s*\)""")
 
 
 def _fn_message(n: dict) -> str:

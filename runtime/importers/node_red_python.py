@@ -9,7 +9,8 @@ import re
 from typing import Any
 
 _CHANGE_CODE = '''# Node-RED change node{name}, as Python: its rules include search and
-# replace, which Switchboard's Change node has not. The rules, in order:
+# replace, or values of the subflow's params, which Switchboard's Change
+# node has not. The rules, in order:
 import copy
 import re
 
@@ -54,8 +55,8 @@ def drop(obj, path):
 
 for rule in RULES:
     action, path = rule["action"], rule["path"]
-    if action == "set":
-        put(msg, path, copy.deepcopy(rule["value"]))
+    if action == "set":  # a fixed value, or a subflow param's (the input: args)
+        put(msg, path, copy.deepcopy(args[rule["param"]] if "param" in rule else rule["value"]))
     elif action == "delete":
         drop(msg, path)
     elif action in ("copy", "move"):
