@@ -95,10 +95,12 @@ def review_items(flow: Any) -> list[tuple[str, str]]:
     """(node id, line) for every REVIEW / PLACEHOLDER line of the nodes'
     notes: what a person should look at after the import."""
     out = []
-    for n in flow.nodes:
-        for line in (n.notes or "").splitlines():
-            if "REVIEW" in line or line.startswith("PLACEHOLDER"):
-                out.append((n.id, line))
+    inner = [(f"subflows.{d.name}/", d.nodes) for d in getattr(flow, "subflows", ())]
+    for prefix, nodes in [("", flow.nodes)] + inner:  # a subflow's: subflows.NAME/<id>
+        for n in nodes:
+            for line in (n.notes or "").splitlines():
+                if "REVIEW" in line or line.startswith("PLACEHOLDER"):
+                    out.append((prefix + n.id, line))
     return out
 
 
@@ -158,6 +160,8 @@ class ImportReportDialog(QDialog):
         self.todo = QListWidget(self)
         self.todo.setWordWrap(True)
         names = {n.id: n.name or n.id for n in report.flow.nodes}
+        names.update((f"subflows.{d.name}/{n.id}", n.name or n.id)
+                     for d in report.flow.subflows for n in d.nodes)
         for node_id, line in review_items(report.flow):
             item = QListWidgetItem(f"{names[node_id]} ({node_id}): {line}")
             item.setData(Qt.ItemDataRole.UserRole, node_id)

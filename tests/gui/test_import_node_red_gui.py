@@ -51,6 +51,9 @@ def _combined(tmp_path) -> Path:
             n["z"] = "t2" if n["type"] != "tab" else None
         if n["type"] != "tab":
             data.append({k: v for k, v in n.items() if v is not None})
+    # A node to review inside the subflow: listed as the definition's.
+    data.append({"id": "fn9", "type": "function", "z": "sf1", "name": "inside",
+                 "func": "msg.x = 1;\nreturn msg;", "x": 380, "y": 160, "wires": [[]]})
     path = tmp_path / "greeting-flows.json"
     path.write_text(json.dumps(data))
     return path
@@ -69,12 +72,14 @@ def test_import_node_red_menu_opens_the_flow_and_the_table(make_window, tmp_path
     doc = window.document
     assert doc.path is None and doc.modified  # new, unsaved
     ids = {n.id for n in doc.flow.nodes}
-    assert {"in2", "inst1.sfc1", "inst1.sft1", "out2", "fn4", "btn4", "dbg5"} <= ids
+    assert {"in2", "inst1", "out2", "fn4", "btn4", "dbg5"} <= ids
+    assert [d.name for d in doc.flow.subflows] == ["Greeter"]  # the subflow: a definition
     rows = {r[0]: r[1:] for r in dialog.rows()}
     assert rows["ui_button"] == ["0", "0", "1"]
-    assert rows["subflow:Greeter"] == ["0", "1", "0"]
+    assert rows["subflow:Greeter"] == ["1", "0", "0"]
+    assert rows["function"] == ["1", "2", "0"]
     entries = len(json.loads(path.read_text()))
-    assert rows["Total"] == [str(x) for x in (9, 7, 1)] and sum(map(int, rows["Total"])) == entries
+    assert rows["Total"] == [str(x) for x in (13, 4, 1)] and sum(map(int, rows["Total"])) == entries
     assert "does not run until they are replaced" in dialog.summary.text()
     # The canvas shows the nodes.
     assert len(window.scene.node_items()) == len(ids)
@@ -113,6 +118,8 @@ def test_import_node_red_menu_opens_the_flow_and_the_table(make_window, tmp_path
     texts = [todo.item(i).text() for i in range(todo.count())]
     assert any(t.startswith("Big button (btn4): PLACEHOLDER") for t in texts)
     assert any(t.startswith("double (fn4): REVIEW: a function node") for t in texts)
+    assert any(t.startswith("inside (subflows.Greeter/fn9): REVIEW: a function node")
+               for t in texts)
     assert dialog.tabs.tabText(1) == f"To review ({todo.count()})"
     row = next(i for i, t in enumerate(texts) if t.startswith("double (fn4)"))
     dialog.tabs.setCurrentIndex(1)
