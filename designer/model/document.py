@@ -232,6 +232,8 @@ class FlowDocument(QObject):
         doc.definition, doc.owner = defn, self
         self._definition_refs.append(weakref.ref(doc))
         doc.sync_subflows()
+        self.problems_changed.connect(doc._owner_problems)
+        doc.revalidate()  # as a definition now, not as a flow of its own
         return doc
 
     @property
@@ -591,7 +593,39 @@ class FlowDocument(QObject):
     def revalidate(self) -> list[Problem]:
         self._validate_timer.stop()
         self._validation_due = False
+        if self.owner is not None and self.definition is not None:
+            # A definition is checked as part of its flow (its ports, the
+            # subflow scope, cycles): the owner's check, its problems inside
+            # this definition named by their inner ids.
+            owner = self.owner
+            if any(d is self.definition for d in owner.flow.subflows):
+                owner.revalidate()  # its problems_changed reaches _owner_problems
+                return self.problems
+            # A library definition opened as a copy: checked beside the flow's own.
+            flow, file = self.subflow_scope()
+            others = [d for d in flow.subflows if d.name != self.definition.name]
+            self._owner_problems(validate_flow(
+                Flow(name=flow.name, subflows=[self.definition, *others]), self.registry,
+                file=file))
+            return self.problems
         self.problems = validate_flow(self.flow, self.registry,
                                       file=str(self.path) if self.path else "")
         self.problems_changed.emit(self.problems)
         return self.problems
+
+    def _owner_problems(self, problems: list[Problem]) -> None:
+        """The problems of the owner's check that are this definition's:
+        ``subflows.NAME/ID`` becomes ``ID``; the definition's own (a cycle,
+        its params) stay without a node."""
+        if self.definition is None:
+            return
+        inner = f"subflows.{self.definition.name}/"
+        whole = f"subflows.{self.definition.name}"
+        mine = []
+        for p in problems:
+            if p.node and p.node.startswith(inner):
+                mine.append(p.model_copy(update={"node": p.node[len(inner):]}))
+            elif not p.node and p.field and (p.field == whole or p.field.startswith(whole + ".")):
+                mine.append(p)
+        self.problems = mine
+        self.problems_changed.emit(self.problems)

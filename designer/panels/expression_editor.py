@@ -321,6 +321,17 @@ class ExpressionEditor(QWidget):
         preview as in a run."""
         return flow_env_readable(getattr(getattr(self._form(), "doc", None), "flow", None))
 
+    def _subflow_values(self):
+        """Inside a subflow's definition: what ``subflow.NAME`` shows in the
+        preview, each param's default, else ‹subflow.NAME› (each instance
+        sets its own); None elsewhere."""
+        defn = getattr(getattr(self._form(), "doc", None), "definition", None)
+        if defn is None:
+            return None
+        values = {p.name: p.default if p.default is not None else f"‹subflow.{p.name}›"
+                  for p in defn.params}
+        return lambda _msg: values
+
     def refresh_preview(self) -> None:
         text = self.text()
         msg = self.message()
@@ -345,7 +356,7 @@ class ExpressionEditor(QWidget):
             self.problem.hide()
             return
         context = ExpressionContext(template_env(self.hidden_env(), self.readable_env()),
-                                    preview=True)
+                                    preview=True, subflow=self._subflow_values())
         try:
             self.value = Expression(self.spec, text, context).render(msg)
         except ExpressionError as exc:

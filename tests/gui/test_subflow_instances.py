@@ -20,11 +20,11 @@ from designer.model.commands import current_pin
 from designer.model.document import FlowDocument
 from designer.panels.palette import TAG_ROLE, TYPE_ROLE, Palette, QuickAdd
 from designer.panels.properties import PropertiesPanel
-from runtime.flow import Flow, FlowNode
+from runtime.flow import Flow, FlowNode, Wire
 from runtime.flow.model import SubflowDef, SubflowParam, SubflowPin
 from runtime.flow.subflows import IN_TYPE, OUT_TYPE, port_names, save_to_library
 from runtime.registry import Registry
-from runtime.spec import Scope
+from runtime.spec import ParamValue, Scope
 from tests.gui.editor_fixtures import make_window  # noqa: F401 - the fixture
 
 STOCK = "subflow:check_stock"
@@ -438,3 +438,42 @@ def test_the_palette_offers_subflow_ports_only_inside_a_definition(qtbot, flow_f
     popup.deleteLater()
     palette.set_document(owner)
     assert palette.item_for_type(IN_TYPE) is None
+
+
+def test_a_definitions_document_is_checked_as_a_definition(qtbot, flow_file):
+    owner = FlowDocument.open(flow_file)
+    defn = owner.flow.subflow("notify")
+    alone = FlowDocument(defn.as_flow(), owner.registry)
+    # Checked as a flow of its own, its input node would be refused...
+    assert any(p.node == "in" for p in alone.problems)
+    doc = owner.for_definition(defn)
+    # ...as a definition it is right, and a problem inside is named by the
+    # inner id (the owner's check says subflows.notify/get).
+    assert not [p for p in doc.problems if p.node == "in"]
+    seen = []
+    doc.problems_changed.connect(seen.append)
+    doc.insert_wire(Wire(source=("pause", "out"), target=("get", "nope")))
+    doc.revalidate()
+    assert seen and "get" in {p.node for p in doc.problems}
+    assert any(p.node == "subflows.notify/get" for p in owner.problems)
+    doc.remove_wire(len(defn.wires) - 1)
+    doc.revalidate()
+    assert "get" not in {p.node for p in doc.problems}
+    alone.deleteLater()
+
+
+def test_a_template_inside_a_definition_previews_the_subflow_params(qtbot, flow_file):
+    owner = FlowDocument.open(flow_file)
+    defn = owner.flow.subflow("notify")
+    defn.params[0].default = "ops"
+    defn.nodes[2].params["url"] = ParamValue(
+        scope=Scope.EXPRESSION, value="http://127.0.0.1/{{ subflow.channel }}/{{ subflow.wait }}")
+    doc = owner.for_definition(defn)
+    panel = PropertiesPanel(doc)
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.set_node("get")
+    editor = panel.form.rows["url"].expression_editor
+    editor.refresh_preview()
+    assert editor.error == ""
+    assert editor.value == "http://127.0.0.1/ops/‹subflow.wait›"
