@@ -101,9 +101,10 @@ class FlowDocument(QObject):
         self.registry: DocumentRegistry = DocumentRegistry(self.base_registry, self)
         self.flow = flow or Flow()
         self.path: Path | None = Path(path) if path else None
-        #: Set when this document edits a subflow's definition (its tab):
-        #: the definition, and the document of the flow that holds it, whose
-        #: registry and library this one shares.
+        #: Set when this document edits a subflow's definition (its tab,
+        #: ``for_definition``): the definition, and the document of the flow
+        #: that holds it, whose library this one uses and whose registry's
+        #: subflows this one's follows.
         self.definition: SubflowDef | None = None
         self.owner: FlowDocument | None = None
         #: The library's current subflows by name (runtime.flow.subflows),
@@ -134,7 +135,7 @@ class FlowDocument(QObject):
         self.node_added.connect(self._subflow_node_added)
         self.node_removed.connect(self._subflow_node_removed)
         self.node_changed.connect(self._subflow_node_changed)
-        self.flow_reset.connect(lambda: self.sync_subflows(rescan=True))
+        self.flow_reset.connect(self._subflow_flow_reset)
         self.path_changed.connect(self._subflow_path_changed)
         self.sync_subflows(rescan=True)
         self.revalidate()
@@ -315,6 +316,9 @@ class FlowDocument(QObject):
             except OSError:
                 continue
         return tuple(found)
+
+    def _subflow_flow_reset(self) -> None:
+        self.sync_subflows(rescan=True)
 
     def _subflow_path_changed(self, _path: str) -> None:
         if self.subflow_scope()[1] != self._scanned_for:
