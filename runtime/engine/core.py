@@ -27,6 +27,7 @@ from ..cost import RunCost
 from ..events import EventBus, NodeError, RunFinished, RunStarted
 from ..expressions import RUN_DEADLINE
 from ..flow import Flow, FlowError, Problem, validate_flow
+from ..flow.subflows import is_instance_type
 from ..node import Node, NodeConfigError, register_flow_secrets
 from ..registry import Registry
 from .dispatch import Dispatch
@@ -86,7 +87,15 @@ class Engine(Dispatch, ToolMode, Recording):
         record_inputs: bool | None = None,
         use_pins: bool = False,
     ) -> None:
+        #: The flow this engine runs: ``source_flow`` itself, or, when that
+        #: has subflow instances, the flat flow its expansion made (node ids
+        #: inside an instance are paths: ``order.check_stock``). Wire indexes,
+        #: node ids and tools are the flat flow's; a run's record (rerun,
+        #: flow hash, history) keeps ``source_flow``.
         self.flow = flow
+        self.source_flow = flow
+        #: runtime.flow.expand.Expansion of a flow with subflows, else None.
+        self.expansion: Any = None
         self.registry = registry or Registry.default()
         self.bus = bus or EventBus()
         self.trace = trace
@@ -154,6 +163,13 @@ class Engine(Dispatch, ToolMode, Recording):
                         if p.severity == "error"]
             if problems:
                 raise FlowError(problems)
+        if self.flow.subflows or any(is_instance_type(n.type) for n in self.flow.nodes):
+            from ..flow.expand import expand
+            from ..flow.subflows import with_subflows
+
+            self.registry = with_subflows(self.registry, self.flow, self.file)
+            self.expansion = expand(self.flow, self.registry, self.file)
+            self.flow = self.expansion.flow
         flow_dir = str(Path(self.file).resolve().parent) if self.file else os.getcwd()
         isolate = set(self.flow.settings.out_of_process)
         problems: list[Problem] = []
@@ -202,7 +218,7 @@ class Engine(Dispatch, ToolMode, Recording):
         (the run resource Set Variable keeps) and the environment less the
         variables the flow's secrets name. One context per run, made only
         when the flow has a template."""
-        templates = [bp for rt in self.nodes.values() for p in rt.spec.params
+        templates = [(rt.id, bp) for rt in self.nodes.values() for p in rt.spec.params
                      if (bp := rt.node.__dict__.get(p.name)) is not None
                      and getattr(bp, "expr", None) is not None]
         if not templates:
@@ -210,8 +226,26 @@ class Engine(Dispatch, ToolMode, Recording):
         from ..expressions import ExpressionContext
 
         context = ExpressionContext.for_run(self.flow, self.registry, self.resource)
-        for bp in templates:
-            bp.expr.context = context
+        expansion = self.expansion
+        if expansion is None or not expansion.instances:
+            for _node_id, bp in templates:
+                bp.expr.context = context
+            return
+        # Inside a subflow instance a template also sees ``subflow``: that
+        # instance's params (one context per instance).
+        contexts: dict[str | None, ExpressionContext] = {None: context}
+
+        def context_for(path: str | None) -> ExpressionContext:
+            found = contexts.get(path)
+            if found is None:
+                assert path is not None
+                found = contexts[path] = context.with_subflow(
+                    expansion.subflow_values(path, context_for))
+            return found
+
+        for node_id, bp in templates:
+            bp.expr.context = context_for(expansion.template_scope(node_id, bp.name)) \
+                if "subflow" in bp.expr.compiled.roots else context
 
     # -- running ------------------------------------------------------------
     async def run(self, timeout: float | None = None) -> RunResult:

@@ -73,7 +73,9 @@ class Recording:
 
     def replay(self) -> RunReplay:
         """The run.replay event: see events.RunReplay. Built once, at the end."""
-        flow = to_jsonable(self.flow.to_json(), text=redact)
+        # The flow as the user made it (its subflows not expanded): what a
+        # rerun runs again and what the flow hash names.
+        flow = to_jsonable(self.source_flow.to_json(), text=redact)
         room = [REPLAY_BYTES]
         dropped = 0
 

@@ -35,13 +35,17 @@ if TYPE_CHECKING:
 class Compiled:
     """One template, compiled: shared by every param with the same text."""
 
-    __slots__ = ("text", "template", "native", "roots")
+    __slots__ = ("text", "template", "native", "roots", "subflow_names")
 
-    def __init__(self, text: str, template: Template, native: bool, roots: frozenset[str]):
+    def __init__(self, text: str, template: Template, native: bool, roots: frozenset[str],
+                 subflow_names: frozenset[str] | None = frozenset()):
         self.text = text
         self.template = template
         self.native = native  # one expression: the result is its own value
-        self.roots = roots  # which of msg, env, flow, global it reads
+        self.roots = roots  # which of msg, env, flow, global, subflow it reads
+        #: The names it reads of ``subflow`` (``subflow.sku``, ``subflow["sku"]``);
+        #: None when it reads it some other way (a computed key).
+        self.subflow_names = subflow_names
 
 
 def _syntax_text(exc: Any) -> str:
@@ -106,14 +110,36 @@ def _compile(text: str, *, text_mode: bool) -> Compiled:
                 native_expr = body[0].nodes[0]
     # Constants are worked out (by _check_constants, then by Jinja's own
     # optimizer) under the bounds, with compiling's share of work.
+    subflow_names = _subflow_names(ast) if "subflow" in roots else frozenset()
     token = _STATE.set(_Render({}, folding=True))
     try:
-        return _compiled(env, ast, text, native_expr, roots)
+        return _compiled(env, ast, text, native_expr, roots, subflow_names)
     finally:
         _STATE.reset(token)
 
 
-def _compiled(env: Any, ast: Any, text: str, native_expr: Any, roots: frozenset[str]) -> Compiled:
+def _subflow_names(ast: Any) -> frozenset[str] | None:
+    """The subflow params a template reads (``subflow.NAME`` or
+    ``subflow['NAME']``); None if it reads ``subflow`` any other way."""
+    from jinja2 import nodes
+
+    found: set[str] = set()
+    uses = 0
+    for n in ast.find_all((nodes.Getattr, nodes.Getitem)):
+        if isinstance(n.node, nodes.Name) and n.node.name == "subflow":
+            if isinstance(n, nodes.Getattr):
+                found.add(n.attr)
+            elif isinstance(n.arg, nodes.Const) and isinstance(n.arg.value, str):
+                found.add(n.arg.value)
+            else:
+                return None
+            uses += 1
+    names = sum(1 for n in ast.find_all(nodes.Name) if n.name == "subflow")
+    return frozenset(found) if names == uses else None
+
+
+def _compiled(env: Any, ast: Any, text: str, native_expr: Any, roots: frozenset[str],
+              subflow_names: frozenset[str] | None = frozenset()) -> Compiled:
     from jinja2 import TemplateSyntaxError, nodes
 
     _check_constants(ast, env, text)
@@ -132,7 +158,7 @@ def _compiled(env: Any, ast: Any, text: str, native_expr: Any, roots: frozenset[
         raise ExpressionError(str(exc)) from None
     except RecursionError:
         raise ExpressionError(_TOO_DEEP) from None
-    return Compiled(text, template, native_expr is not None, roots)
+    return Compiled(text, template, native_expr is not None, roots, subflow_names)
 
 
 def _check_tree(ast: Any, *, internals: bool) -> None:

@@ -18,8 +18,9 @@ from ..paths import data_dir
 from ..spec import Scope
 from .bounds import _Bound, _preview
 
-#: The names a template sees.
-ROOTS = ("msg", "env", "flow", "global")
+#: The names a template sees (``subflow``: inside a subflow definition, the
+#: instance's params, runtime.flow.expand; elsewhere it is not available).
+ROOTS = ("msg", "env", "flow", "global", "subflow")
 #: An environment variable whose name contains one of these is never shown
 #: to a template, whatever the flow or the settings say: it most likely
 #: holds a secret (the second guard behind the allow-list).
@@ -240,10 +241,18 @@ class ExpressionContext:
     each one shows as ‹flow.name›."""
 
     def __init__(self, env: _Env | None = None, flow: Callable[[], dict] | None = None,
-                 *, preview: bool = False) -> None:
+                 *, preview: bool = False,
+                 subflow: Callable[[Mapping | None], dict] | None = None) -> None:
         self.env = env if env is not None else template_env()
         self._flow = flow
         self.preview = preview
+        #: Inside a subflow instance: its params' values for a message
+        #: (``{{ subflow.NAME }}``); None elsewhere.
+        self.subflow = subflow
+
+    def with_subflow(self, values: Callable[[Mapping | None], dict]) -> ExpressionContext:
+        """This run's context for the templates of one subflow instance."""
+        return ExpressionContext(self.env, self._flow, preview=self.preview, subflow=values)
 
     def flow_variables(self) -> dict:
         return self._flow() if self._flow is not None else {}

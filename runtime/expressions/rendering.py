@@ -182,6 +182,8 @@ class Expression:
                 else context.flow_variables()
         if "global" in used:
             roots["global"] = read_global_variables()
+        if "subflow" in used and context.subflow is not None:
+            roots["subflow"] = context.subflow(msg)
         return roots
 
 

@@ -76,13 +76,14 @@ def port_names(defn: SubflowDef, node_type: str) -> list[str]:
 
 def param_spec(p: SubflowParam) -> ParamSpec:
     """The spec an instance's param has: custom and message always, AI when
-    the definition allows it."""
+    the definition allows it. One without a default is required (an
+    instance must set it; validation says so, naming the instance)."""
     scopes = ([Scope.AI] if p.ai_allowed and not p.secret else []) + [Scope.CUSTOM, Scope.MESSAGE]
     from ..node.declare import label_for
 
     return ParamSpec(name=p.name, type=p.type, label=p.label or label_for(p.name),
                      description=p.description, default=p.default,
-                     has_default=p.default is not None, optional=p.default is None,
+                     has_default=p.default is not None, optional=False,
                      allowed_scopes=scopes, default_scope=Scope.CUSTOM, choices=p.choices,
                      secret=p.secret, visible_if=p.visible_if)
 
@@ -303,3 +304,24 @@ def with_subflows(registry: Registry, flow: Flow, flow_file: str = "") -> Regist
         return registry
     base = registry.base if isinstance(registry, SubflowRegistry) else registry
     return SubflowRegistry(base, definitions(flow, flow_file))  # type: ignore[return-value]
+
+
+def newer_version(flow: Flow, node: Any, flow_file: str = "") -> str | None:
+    """The version of the library's current file of ``node``'s subflow when
+    it is newer than the one ``node`` (an instance in ``flow``) pins, for
+    the designer to offer "Update"; None otherwise (not an instance of a
+    library subflow, unpinned, up to date, or no readable file). Not a
+    validation problem: the pinned version runs."""
+    type_id = getattr(node, "type", "")
+    pin = getattr(node, "subflow", None)
+    if not is_instance_type(type_id) or pin is None or flow.subflow(subflow_name(type_id)):
+        return None
+    try:
+        current = find_library(subflow_name(type_id), flow_file)
+    except FlowError:
+        return None
+    if current is None or not current.definition.version:
+        return None
+    if version_key(current.definition.version) > version_key(pin.version):
+        return current.definition.version
+    return None

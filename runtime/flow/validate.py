@@ -14,8 +14,18 @@ from ..node import Node, is_secret_ref
 from ..package_hints import unknown_type_message
 from ..registry import Registry
 from ..spec import NodeSpec, ParamSpec, ParamType, ParamValue, Scope
-from .model import Flow, FlowNode, Problem
+from .model import Flow, FlowNode, Problem, SubflowDef
 from .parse import _no_gc
+from .subflow_checks import (
+    definition_problems,
+    instance_problems,
+    landed_problems,
+    missing_definition,
+    port_problems,
+    subflow_scope_problem,
+    template_problem,
+)
+from .subflows import IN_TYPE, OUT_TYPE, TYPE_PREFIX, with_subflows
 
 
 def check_param_value(spec: ParamSpec, value: Any) -> str | None:
@@ -44,11 +54,17 @@ def check_param_value(spec: ParamSpec, value: Any) -> str | None:
 def _fixed_values(params: dict[str, ParamValue]) -> dict[str, ParamValue]:
     """The params as a node's own check() should see them: a template's text
     is no fixed value (it is known only per message), so it reads as None,
-    as a message path does."""
-    if not any(v.scope is Scope.EXPRESSION for v in params.values()):
+    as a message path does; a param set from a subflow param is left out."""
+    if not any(v.scope in (Scope.EXPRESSION, Scope.SUBFLOW) for v in params.values()):
         return params
+    # A subflow param's value is known per instance: the node's check sees
+    # the param as not set.
     return {k: v.model_copy(update={"value": None}) if v.scope is Scope.EXPRESSION else v
-            for k, v in params.items()}
+            for k, v in params.items() if v.scope is not Scope.SUBFLOW}
+
+
+def _from_subflow(setting: ParamValue | None) -> bool:
+    return setting is not None and setting.scope is Scope.SUBFLOW
 
 
 def output_ports(spec: NodeSpec, registry: Registry, fnode: FlowNode) -> list[str]:
@@ -155,15 +171,22 @@ class _Ports:
 def validate_flow(flow: Flow, registry: Registry | None = None, *, file: str = "") -> list[Problem]:
     """Every problem with a parsed flow: errors (refused) and warnings.
     Linear in nodes + wires: one pass over each, dicts by id, one search for
-    reachability."""
+    reachability. A flow with subflows: each definition it uses is checked
+    too, once (runtime.flow.subflow_checks)."""
     with _no_gc():  # it builds a few objects per node and wire, none in a cycle
         return _validate(flow, registry or Registry.default(), file)
 
 
-def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
+def _validate(flow: Flow, registry: Registry, file: str,
+              inside: SubflowDef | None = None) -> list[Problem]:
+    """``inside``: ``flow`` is that subflow definition's nodes and wires."""
     from ..message import PathError, parse_path
 
     problems: list[Problem] = []
+    top = inside is None
+    if top and flow.subflows:
+        registry = with_subflows(registry, flow, file)
+    missing: list[FlowNode] = []  # instances of a subflow not found
 
     def err(message: str, node: str | None = None, field: str | None = None) -> None:
         problems.append(Problem(file=file, node=node, field=field, message=message))
@@ -196,9 +219,16 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
         seen[node_id] = fnode
         facts = types.get(fnode.type)
         if facts is None:
+            if top and fnode.type.startswith(TYPE_PREFIX):
+                # The first instance: from here on the registry knows the
+                # subflows (types seen so far are the base registry's).
+                registry = with_subflows(registry, flow, file)
             facts = types[fnode.type] = _TypeFacts(registry.spec(fnode.type), registry)
         spec = facts.spec
         if spec is None:
+            if fnode.type.startswith(TYPE_PREFIX):
+                missing.append(fnode)
+                continue
             if fnode.type not in unknown:  # the hint looks at files: once per type
                 unknown[fnode.type] = unknown_type_message(fnode.type, file, registry)
             err(unknown[fnode.type], node_id, "type")
@@ -250,8 +280,15 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                 from ..expressions import problem as expression_problem
 
                 why = expression_problem(pspec, pval.value)
+                if not why and "subflow" in str(pval.value):
+                    why = template_problem(inside, pval.value)
                 if why:
                     err(why, node_id, f"params.{pname}.value")
+            elif scope is Scope.SUBFLOW:
+                templated = True  # known per instance only: check() does not see it
+                why = subflow_scope_problem(inside, pname, pval.param, pspec)
+                if why:
+                    err(why, node_id, f"params.{pname}.param")
         if fnode.outputs:
             for out_name in fnode.outputs:
                 if spec.output(out_name) is None:
@@ -274,6 +311,8 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
                                         else fnode.params):
                     if field and not spec.param_visible(field, fnode.params):
                         continue  # a param the designer's choice makes meaningless
+                    if templated and field and _from_subflow(fnode.params.get(field)):
+                        continue  # its value is the instance's: checked there
                     err(why, node_id, f"params.{field}" if field else None)
             except Exception as exc:  # a node's own check must not hide the others
                 err(f"cannot check params: {exc}", fnode.id, "params")
@@ -345,6 +384,13 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
             err("agents call each other as tools in a ring: " + " -> ".join(ring)
                 + "; a child agent must not reach its parent", ring[0], "wires")
     hook_starts = _check_flow_hooks(flow, seen, specs, err) if flow.settings.hooks else set()
+    if kinds & _PORT:
+        port_problems(flow, inside, seen, successors, specs, err)
+    if missing:
+        for fnode in missing:
+            err(missing_definition(fnode, file), fnode.id, "type")
+    if kinds & _INSTANCE:
+        instance_problems(flow, seen, specs, registry, file, err, warn)
 
     # Graph analysis (successors and wired_in are built above): warnings
     # only, cycles are allowed.
@@ -372,6 +418,10 @@ def _validate(flow: Flow, registry: Registry, file: str) -> list[Problem]:
     if kinds & _HOOKS or flow.settings.hooks:
         for node_id, field, message in _blocking_hook_problems(flow, seen, specs, successors):
             warn(message, node_id, field)
+    if top and (kinds & _INSTANCE or flow.subflows):
+        problems += definition_problems(flow, registry, file, _validate)
+        if kinds & _INSTANCE and not any(p.severity == "error" for p in problems):
+            landed_problems(flow, registry, file, err, check_param_value)
     return problems
 
 
@@ -396,10 +446,12 @@ class _TypeFacts:
         self.kinds = 0 if spec is None else (
             (_INJECT if spec.type == INJECT else 0) | (_PROMPT if PROMPT in self.params else 0)
             | (_TOOLS if spec.has_tools_port else 0)
-            | (_HOOKS if any(p.kind == "hook" for p in spec.outputs) else 0))
+            | (_HOOKS if any(p.kind == "hook" for p in spec.outputs) else 0)
+            | (_PORT if spec.type in (IN_TYPE, OUT_TYPE) else 0)
+            | (_INSTANCE if spec.type.startswith(TYPE_PREFIX) else 0))
 
 
-_INJECT, _PROMPT, _TOOLS, _HOOKS = 1, 2, 4, 8
+_INJECT, _PROMPT, _TOOLS, _HOOKS, _PORT, _INSTANCE = 1, 2, 4, 8, 16, 32
 
 
 def _check_pin(fnode: FlowNode, spec: NodeSpec, registry: Registry, total: int,
