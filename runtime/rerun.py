@@ -157,7 +157,7 @@ def plan_rerun(history: Any, ref: str, *, from_node: str | None = None,
     if flow is None:
         plan.notes += _flow_notes(info, history.flow_of(run_id), registry)
     if from_node:
-        plan.from_node = _pick_node(plan.flow, from_node, f, run_id)
+        plan.from_node = _pick_node(plan.flow, from_node, f, run_id, info.path)
         recorded = f.replay.inputs.get(plan.from_node, []) if f.replay is not None else []
         if not recorded:
             raise RunsError(_nothing_to_replay(plan.from_node, f, run_id))
@@ -251,8 +251,17 @@ def _flow_notes(info: Any, stored: dict | None, registry: Any) -> list[str]:
     return []
 
 
-def _pick_node(flow: Any, wanted: str, f: RunFacts, run_id: str) -> str:
-    """A node by id, or by its name where that is unique."""
+def _pick_node(flow: Any, wanted: str, f: RunFacts, run_id: str, file: str = "") -> str:
+    """A node by id, or by its name where that is unique; inside a subflow
+    instance, by its path (``order.check_stock``), as the run named it."""
+    from .flow import FlowError
+    from .flow.expand import expand_subflows, has_subflows
+
+    if has_subflows(flow):
+        try:
+            flow = expand_subflows(flow, None, file)
+        except FlowError:
+            pass  # the rerun's own validation says why
     if flow.node(wanted) is not None:
         node_id = wanted
     else:

@@ -578,3 +578,17 @@ def test_the_example_flow_with_a_subflow_used_twice_runs(tmp_path):
     assert [o["node"] for o in out] == ["express", "standard"]
     assert out[0]["value"]["shipping"] == {"carrier": "courier", "takes": "1 day"}
     assert out[1]["value"]["shipping"] == {"carrier": "post", "takes": "4 days"}
+
+
+def test_a_rerun_from_a_node_inside_an_instance_names_it_by_its_path(tmp_path):
+    f = flow([inject({"n": 1}), {"id": "order", "type": "subflow:tag",
+                                 "params": {"rules": tag_rules("ok")}}, debug("d")],
+             [W("src", "order"), W("order", "d")], [TAG])
+    path = tmp_path / "f.flow.json"
+    path.write_text(f.dumps(), encoding="utf-8")
+    data = tmp_path / "data"
+    assert cli("run", str(path), data=data).returncode == 0
+    r = cli("runs", "rerun", "last", "--from", "order.set", "--set", "msg.payload.n=2", data=data)
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(line)["value"] for line in r.stdout.splitlines()
+            if line.startswith("{")] == [{"n": 2, "tag": "ok"}]
