@@ -592,3 +592,18 @@ def test_a_rerun_from_a_node_inside_an_instance_names_it_by_its_path(tmp_path):
     assert r.returncode == 0, r.stderr
     assert [json.loads(line)["value"] for line in r.stdout.splitlines()
             if line.startswith("{")] == [{"n": 2, "tag": "ok"}]
+
+
+def test_cli_says_which_catch_inside_an_instance_handled_an_error(tmp_path):
+    d = sub("risky", [IN(), {"id": "boom", "type": "core.python", "name": "Boom",
+                             "params": {"code": P("raise ValueError('bad')")}},
+                      {"id": "catch", "type": "core.catch"}, OUT()],
+            [W("i", "boom"), W("boom", "o")])
+    f = flow([inject(), {"id": "r", "type": "subflow:risky"}, debug("d")],
+             [W("src", "r"), W("r", "d")], [d])
+    path = tmp_path / "f.flow.json"
+    path.write_text(f.dumps(), encoding="utf-8")
+    r = cli("run", str(path), "--no-history", data=tmp_path / "data")
+    assert r.returncode == 0, r.stderr
+    assert "handled: node 'Boom' (r.boom) failed: line 1: ValueError: bad (caught by " \
+           "'r.catch')" in r.stderr, r.stderr

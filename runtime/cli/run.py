@@ -159,6 +159,12 @@ def _run_flow(flow, file: str, sets: list[str], args: argparse.Namespace, approv
         use_pins = getattr(args, "use_pins", False)
         engine = Engine(flow, bus=bus, trace=args.trace, record=True, file=file,
                         max_in_flight=args.max_in_flight, validated=True, use_pins=use_pins)
+        if engine.expansion is not None:
+            # Nodes inside subflow instances (path ids) and the Catch nodes
+            # there: who catches what is the flat flow's.
+            catchers.clear()
+            catchers.update(_catchers(engine.flow, names))
+            tool_agents.update(_tool_agents(engine.flow, names))
         _say_pins(flow, use_pins, names, offer=hasattr(args, "use_pins"))
         engine.people = People(approver)  # type: ignore[attr-defined]
         if prepare is not None:
