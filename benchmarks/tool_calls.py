@@ -12,7 +12,9 @@ in the same run (the goals are ratios to it):
 - 100 parallel calls of a tool that sleeps 0.1 s;
 - an agent run of 10, 100 and 500 one-call turns with an event
   subscriber, CPU time per turn: constant if a run's cost is linear in its
-  turns (each llm.request event carries the whole conversation so far).
+  turns (each llm.request event carries what its turn added, masked once;
+  it grew with the square of the turns while each carried the whole
+  conversation; the 10-turn figure holds the run's own start).
 
     python benchmarks/tool_calls.py [--calls N] [--repeat R]
 

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from ..tools import ToolBridge, ToolOutcome
     from .hooks import HookRun
 
+#: Characters of one string (a message's text, an argument) an event holds.
+#: An llm.request holds the messages its turn added (_Sent), so an event is
+#: bounded by a turn's work, not by the conversation, but for a request
+#: that carries the whole list (a job's first).
 EVENT_TEXT_LIMIT = 4000
 #: Successful calls an error names at most (then "and N more").
 NAMED_CALLS = 5
