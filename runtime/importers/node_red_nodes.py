@@ -12,189 +12,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-MAPPED, REVIEW, PLACEHOLDER = "mapped", "review", "placeholder"
-_RANK = {MAPPED: 0, REVIEW: 1, PLACEHOLDER: 2}
-#: Longest text of the original node a placeholder keeps per string.
-ORIGINAL_TEXT_CHARS = 2000
-#: Most characters of a placeholder's whole original settings (as JSON).
-ORIGINAL_JSON_CHARS = 20_000
-
-
-def worse(a: str, b: str) -> str:
-    return a if _RANK[a] >= _RANK[b] else b
-
-
-@dataclass
-class Mapped:
-    type: str
-    params: dict[str, dict[str, Any]] = field(default_factory=dict)
-    status: str = MAPPED
-    notes: list[str] = field(default_factory=list)
-    #: Switchboard port per Node-RED output index; an index past it is noted.
-    ports: list[str] = field(default_factory=lambda: ["out"])
-    env_readable: list[str] = field(default_factory=list)
-    #: A template of it reads a subflow param (``{{ subflow.NAME }}``).
-    reads_subflow: bool = False
-
-    def review(self, why: str) -> None:
-        self.status = worse(self.status, REVIEW)
-        self.notes.append(f"REVIEW: {why}")
-
-
-class Env:
-    """The env values a node reads (``env`` typed properties, ``${NAME}``,
-    ``{{env.NAME}}``). A tab's: its env properties. A subflow's: its env
-    properties, which are the params of its Switchboard definition
-    (``params``: env name -> (param name, type)); a node inside reads one
-    of them as that param (scope ``subflow``, ``{{ subflow.NAME }}``) where
-    the setting can, and a name the subflow does not declare is looked up
-    where its instances are (``parents``: their tabs' or subflows' envs),
-    when they all agree. Node-RED falls back to the process's variables:
-    those are not read here (they are of this machine, not of the flow, and
-    may be secrets), so such a read is marked review."""
-
-    def __init__(self, values: dict[str, tuple[str, Any]] | None = None,
-                 parent: Env | None = None, where: str = "",
-                 params: dict[str, tuple[str, str]] | None = None) -> None:
-        self.values = values or {}
-        self.parent = parent
-        self.where = where
-        self.params = params or {}
-        self.parents: list[Env] = []
-
-    def param(self, name: Any) -> tuple[str, str] | None:
-        """(param name, type) of the subflow param env ``name`` is, if the
-        subflow this env is of declares it (a secret is none: it is never
-        computed into another setting)."""
-        found = self.params.get(name) if isinstance(name, str) else None
-        return found if found is not None and found[1] != "secret" else None
-
-    def lookup(self, name: str) -> tuple[bool, Any, str]:
-        """(found, value, why-not). A subflow's own param is not found (its
-        value is the instance's): the value is its default, and why says so."""
-        return self._lookup(name, 0)
-
-    def _lookup(self, name: str, depth: int) -> tuple[bool, Any, str]:
-        if depth > 64:
-            return False, None, f"env '{name}' refers to itself"
-        if name not in self.values:
-            return self._up(name, depth)
-        kind, value = self.values[name]
-        if kind == "cred":
-            return False, None, f"env '{name}' is a credential (not exported by Node-RED)"
-        if kind == "env":  # another variable's value, looked up above this level
-            if self.parent is None and not self.parents:
-                return False, None, f"env '{name}' reads the process variable '{value}'"
-            ok, v, why = self._up(str(value), depth)
-        else:
-            ok, v, why = typed(value, kind, None)
-        if ok and name in self.params:
-            p = self.params[name][0]
-            if depth == 0:
-                return False, v, (f"env '{name}' is the subflow's param '{p}', which this "
-                                  f"setting cannot read: it has the default {_short(v)} in "
-                                  "every instance")
-            return False, v, (f"env '{name}' is a param of the enclosing {self.where}, which a "
-                              "Switchboard subflow cannot read (only its own params): it has "
-                              f"that subflow's default {_short(v)}")
-        return ok, v, why
-
-    def _up(self, name: str, depth: int) -> tuple[bool, Any, str]:
-        if self.parent is not None:
-            return self.parent._lookup(name, depth + 1)
-        if not self.parents:
-            return False, None, (f"env '{name}' is not set in the flow (Node-RED would read "
-                                 "the process's)")
-        found = [p._lookup(name, depth + 1) for p in self.parents[:100]]
-        values = {json.dumps(v, sort_keys=True, default=str) for _ok, v, _why in found}
-        if all(ok for ok, _v, _why in found) and len(values) == 1:
-            return found[0]
-        bad = next((f for f in found if not f[0]), None)
-        if bad is not None:
-            return bad
-        return False, found[0][1], (f"env '{name}' (not a param of {self.where}) differs "
-                                    "between the places its instances are in: it has the "
-                                    f"first one's {_short(found[0][1])}")
-
-
-def _short(v: Any) -> str:
-    text = json.dumps(v, ensure_ascii=False, default=str)
-    return text if len(text) <= 60 else text[:59] + "…"
-
-
-def typed(value: Any, kind: str | None, env: Env | None) -> tuple[bool, Any, str]:
-    """A Node-RED typed value (``v``/``vt``, ``to``/``tot``) as a literal:
-    (ok, value, why-not)."""
-    kind = kind or "str"
-    try:
-        if kind == "str":
-            return True, "" if value is None else str(value), ""
-        if kind == "num":
-            f = float(value)
-            return True, int(f) if f.is_integer() and "." not in str(value) else f, ""
-        if kind == "bool":
-            return True, value is True or str(value).lower() == "true", ""
-        if kind == "json":
-            return True, json.loads(value) if isinstance(value, str) else value, ""
-    except (TypeError, ValueError) as exc:
-        return False, value, f"{kind} value {str(value)[:60]!r} does not read: {exc}"
-    if kind == "env" and env is not None:
-        return env.lookup(str(value))
-    if kind == "re":
-        return True, str(value), ""
-    return False, value, f"a value of type '{kind}' ({str(value)[:80]!r}) has no fixed equivalent"
-
-
-def c(value: Any) -> dict[str, Any]:
-    return {"scope": "custom", "value": value}
-
-
-def m(path: str) -> dict[str, Any]:
-    return {"scope": "message", "path": path}
-
-
-def x(text: str) -> dict[str, Any]:
-    return {"scope": "expression", "value": text}
-
-
-def sub(param: str) -> dict[str, Any]:
-    """A setting read from the subflow param ``param``."""
-    return {"scope": "subflow", "param": param}
-
-
-#: Node-RED replaces a property that is exactly ``${NAME}`` (or the old
-#: ``$(NAME)``) with env NAME (runtime/lib/flows/util.js).
-_DOLLAR = re.compile(r"^\$\{(\S+)\}$|^\$\((\S+)\)$")
-
-
-def env_name(value: Any) -> str | None:
-    """NAME of a property that is exactly ``${NAME}`` or ``$(NAME)``."""
-    if isinstance(value, str) and value.startswith("$"):
-        hit = _DOLLAR.match(value)
-        if hit:
-            return hit.group(1) or hit.group(2)
-    return None
-
-
-def param_ref(value: Any, env: Env) -> tuple[str, str] | None:
-    """The subflow param (name, type) a ``${NAME}`` property reads, if NAME
-    is one of its subflow's env properties."""
-    return env.param(env_name(value))
-
-
-def dollar_env(value: Any, env: Env, out: Mapped, what: str) -> Any:
-    """Node-RED replaces a property that is exactly ``${NAME}`` with env NAME."""
-    name = env_name(value)
-    if name is not None:
-        ok, v, why = env.lookup(name)
-        if ok:
-            return v
-        out.review(f"{what}: {why}")
-    return value
-
+from .node_red_base import (
+    Env,
+    Mapped,
+    c,
+    dollar_env,
+    env_name,
+    m,
+    param_ref,
+    placeholder,
+    sub,
+    typed,
+    x,
+)
+from .node_red_text import _template, mustache_to_jinja
 
 # -- the mappers ------------------------------------------------------------------------
 
@@ -441,116 +274,6 @@ def _switch(n: dict, env: Env) -> Mapped:
     if n.get("repair"):
         out.review("'recreate message sequences' is not mapped")
     out.ports = [f"out{i}" for i in range(max(len(rules), 1))]
-    return out
-
-
-_MUSTACHE = re.compile(r"\{\{\{\s*([^}]*?)\s*\}\}\}|\{\{\s*([&#^/!>=]?)\s*([^}]*?)\s*\}\}")
-_NAME = re.compile(r"^[A-Za-z_$][\w$]*(\.[\w$]+)*$")
-
-
-def mustache_to_jinja(text: str, env: Env, out: Mapped, *, msg: str = "",
-                      html: bool = True, two_pass: bool = False) -> str:
-    """Mustache variables to Jinja2; literal text that Jinja2 would read is
-    kept raw. Sections, partials and comments are not mapped: the whole
-    template is kept as text and marked review. ``msg``: what a message's
-    name is written after (``msg.`` in an expression); ``html``: whether
-    ``{{x}}`` escapes HTML as mustache does. ``{{env.NAME}}`` of one of the
-    subflow's env properties reads its param: ``{{ subflow.NAME }}``
-    (``out.reads_subflow``); with ``two_pass`` (a Template node's text, which
-    does not see ``subflow``) the result is then an expression that writes
-    the Template node's text with the params' values in it
-    (``subflow_text``)."""
-    parts: list[Any] = []
-    pos = 0
-    for hit in _MUSTACHE.finditer(text):
-        parts.append(_literal(text[pos:hit.start()]))
-        pos = hit.end()
-        triple, sigil, name = hit.group(1), hit.group(2), hit.group(3)
-        escape = triple is None and sigil != "&"
-        name = (triple if triple is not None else name).strip()
-        if (triple is None and sigil not in ("", "&")) or not _NAME.match(name or "-"):
-            out.review(f"mustache tag {hit.group(0)[:60]!r} (sections, partials, comments) is "
-                       "not mapped: the template is kept as plain text")
-            out.reads_subflow = False
-            return _literal(text)
-        root = name.split(".")[0]
-        escape = escape and html
-        if root == "env":
-            ref = env.param(name.split(".", 1)[1] if "." in name else "")
-            if ref is not None:
-                parts.append(("subflow." + ref[0] + (" | e" if escape else ""),))
-                out.reads_subflow = True
-                continue
-            ok, value, why = env.lookup(name.split(".", 1)[1] if "." in name else "")
-            if ok:
-                parts.append(_literal(_escape_html(str(value)) if escape else str(value)))
-                continue
-            out.review(f"{{{{{name}}}}}: {why}; Switchboard's Template node does not read env "
-                       "(it renders empty): set the value on the message with a Change node")
-        elif root in ("flow", "global"):
-            out.review(f"{{{{{name}}}}} reads a {root} variable: check that the run sets it")
-        at = "" if root in ("flow", "global") and msg else msg  # their own roots
-        parts.append("{{ " + at + name + (" | e" if escape else "") + " }}")
-    parts.append(_literal(text[pos:]))
-    if two_pass and out.reads_subflow:
-        return subflow_text(parts)
-    return "".join(p if isinstance(p, str) else "{{ " + p[0] + " }}" for p in parts)
-
-
-def subflow_text(parts: list[Any]) -> str:
-    """The expression that writes a Template node's text: its own parts
-    (str) as they are, and each subflow param (a 1-tuple: the expression
-    reading it) as its value, inside {% raw %} so that the Template node
-    writes the value as it is. Only the params go through a template twice,
-    never the message's values."""
-    out, run = [], []
-
-    def flush() -> None:
-        chunk = "".join(run)
-        run.clear()
-        if chunk:
-            out.append("{% raw %}" + chunk + "{% endraw %}" if "endraw" not in chunk
-                       else "{{ " + json.dumps(chunk) + " }}")
-
-    for p in parts:
-        if isinstance(p, str):
-            run.append(p)
-        else:
-            flush()
-            out.append("{{ '{% raw %}' ~ (" + p[0] + ") ~ '{% endraw %}' }}")
-    flush()
-    return "".join(out)
-
-
-def _literal(text: str) -> str:
-    if any(s in text for s in ("{{", "{%", "{#", "}}", "%}", "#}")):
-        return "{% raw %}" + text + "{% endraw %}"
-    return text
-
-
-def _escape_html(s: str) -> str:
-    return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;").replace("'", "&#39;").replace("`", "&#x60;")
-            .replace("=", "&#x3D;").replace("/", "&#x2F;"))
-
-
-def _template(n: dict, env: Env) -> Mapped:
-    out = Mapped("core.template")
-    text = str(n.get("template") or "")
-    if n.get("syntax", "mustache") == "mustache":
-        jinja = mustache_to_jinja(text, env, out, two_pass=True)
-        out.params["template"] = x(jinja) if out.reads_subflow else c(jinja)
-        if out.reads_subflow:
-            out.notes.append("The template reads the subflow's params: it is an expression "
-                             "({{ }}) writing the Template node's text with their values in it")
-    else:
-        out.params["template"] = c(_literal(text))
-    if n.get("fieldType", "msg") != "msg":
-        out.review(f"writes to {n.get('fieldType')}.{n.get('field')}: writes msg.payload")
-    else:
-        out.params["to"] = c(str(n.get("field") or "payload"))
-    if n.get("output", "str") != "str":
-        out.review(f"output '{n.get('output')}' is parsed by Node-RED; Switchboard writes text")
     return out
 
 
@@ -858,45 +581,6 @@ MAPPERS: dict[str, Callable[[dict, Env], Mapped]] = {
     "http in": _http_in, "http response": _http_response, "http request": _http_request,
     "file in": _file_in, "file": _file_out, "csv": _csv, "function": _function, "json": _json,
 }
-
-
-def placeholder(n: dict, reason: str) -> Mapped:
-    wires = n.get("wires")
-    outputs = len(wires) if isinstance(wires, list) else 0
-    out = Mapped("core.placeholder", status=PLACEHOLDER,
-                 ports=[f"out{i}" for i in range(max(outputs, 1))])
-    out.params = {"original_type": c(str(n.get("type"))[:200]), "source": c("Node-RED"),
-                  "original": c(bounded_original(n)), "reason": c(reason),
-                  "outputs": c(max(outputs, 1))}
-    out.notes.append(f"PLACEHOLDER: Node-RED '{str(n.get('type'))[:200]}': {reason}")
-    return out
-
-
-def bounded_original(n: dict) -> dict[str, Any]:
-    """The node's settings for a placeholder: long texts cut, the whole
-    bounded, and any setting whose name says secret (credentials, password,
-    token, key, ...) left out: a secret is never written to a flow file."""
-    from ..expressions import SECRET_NAME
-
-    def cut(v: Any, depth: int = 0) -> Any:
-        if isinstance(v, dict):
-            v = {k: ("(not imported: a secret)" if SECRET_NAME.search(str(k)) else i)
-                 for k, i in v.items()}
-        if isinstance(v, str):
-            return v if len(v) <= ORIGINAL_TEXT_CHARS else v[:ORIGINAL_TEXT_CHARS] + "... (cut)"
-        if depth > 8:
-            return "... (cut)"
-        if isinstance(v, list):
-            return [cut(i, depth + 1) for i in v[:200]]
-        if isinstance(v, dict):
-            return {str(k)[:200]: cut(i, depth + 1) for k, i in list(v.items())[:200]}
-        return v
-
-    kept = cut({k: v for k, v in n.items() if k not in ("x", "y", "z", "wires", "g")})
-    if len(json.dumps(kept)) > ORIGINAL_JSON_CHARS:
-        kept = {k: kept[k] for k in ("id", "type", "name") if k in kept}
-        kept["note"] = "settings too long to keep"
-    return kept
 
 
 def map_node(n: dict, env: Env) -> Mapped:
