@@ -117,7 +117,9 @@ class Template(Node):
     ``{{ msg.topic }}``) and writes the text to a path. The engine of
     expressions renders it (runtime.expressions.TextTemplate): the same
     sandbox and the same bounds of steps, work, sizes and output, checked
-    when the flow is; a missing key reads as empty text."""
+    when the flow is; a missing key reads as empty text. Inside a subflow
+    definition the template also sees ``subflow``: the params of the
+    instance it runs in (``{{ subflow.carrier }}``)."""
 
     template = Param(str, "Jinja2 template; the message's fields are variables, and 'msg' is "
                      "the whole message", default="{{ payload }}", multiline=True, allow=CUSTOM)
@@ -145,12 +147,26 @@ class Template(Node):
                 raise NodeConfigError(f"template error: {exc}") from None
         self._to = None if self.to.scope is Scope.EXPRESSION else self.to.get() or "payload"
 
+    def _subflow(self, msg: Any) -> Any:
+        """What ``{{ subflow.NAME }}`` reads for ``msg`` when this node runs
+        inside a subflow instance (that instance's params, as a ``{{ }}``
+        param there sees them); else None, and ``subflow`` stays a key of
+        the message."""
+        values = self.__dict__.get("_subflow_values", False)
+        if values is False:
+            engine = getattr(self._rt, "engine", None)
+            context = engine.template_context(self.id, "template") \
+                if hasattr(engine, "template_context") else None
+            values = self._subflow_values = getattr(context, "subflow", None)
+        return values(msg) if values is not None else None
+
     def on_message(self, msg):
         # RenderDeadline (the run's --timeout passed mid-render) is not an
         # ExpressionError: it reaches the engine, which ends the run.
         try:
             tpl = self._tpl or TextTemplate(self.template.get(msg) or "")  # compiled once a text
-            text = tpl.render(msg)
+            text = tpl.render(msg, self._subflow(msg)) if "subflow" in tpl.compiled.roots \
+                else tpl.render(msg)
         except ExpressionError as exc:
             raise NodeConfigError(f"template: {exc}") from None
         set_path(msg, self._to or self.to.get(msg) or "payload", text)

@@ -145,6 +145,8 @@ class Engine(Dispatch, ToolMode, Recording):
         #: Set once every node's start() has run: from then on a node may be
         #: called from outside (an MCP client's tool calls wait for it).
         self.started = asyncio.Event()
+        #: Expression contexts by instance path (None: the top level).
+        self._contexts: dict[str | None, Any] = {}
         self._build(validated)
         #: Nodes that send their pinned data instead of running (runtime.pins);
         #: their code is swapped out here, so the hot path tests nothing new.
@@ -223,29 +225,42 @@ class Engine(Dispatch, ToolMode, Recording):
                      and getattr(bp, "expr", None) is not None]
         if not templates:
             return
-        from ..expressions import ExpressionContext
-
-        context = ExpressionContext.for_run(self.flow, self.registry, self.resource)
         expansion = self.expansion
         if expansion is None or not expansion.instances:
+            context = self._context_for(None)
             for _node_id, bp in templates:
                 bp.expr.context = context
             return
         # Inside a subflow instance a template also sees ``subflow``: that
         # instance's params (one context per instance).
-        contexts: dict[str | None, ExpressionContext] = {None: context}
-
-        def context_for(path: str | None) -> ExpressionContext:
-            found = contexts.get(path)
-            if found is None:
-                assert path is not None
-                found = contexts[path] = context.with_subflow(
-                    expansion.subflow_values(path, context_for))
-            return found
-
         for node_id, bp in templates:
-            bp.expr.context = context_for(expansion.template_scope(node_id, bp.name)) \
-                if "subflow" in bp.expr.compiled.roots else context
+            bp.expr.context = self.template_context(node_id, bp.name) \
+                if "subflow" in bp.expr.compiled.roots else self._context_for(None)
+
+    def _context_for(self, path: str | None) -> Any:
+        """The expression context of the templates of instance ``path``
+        (None: the top level), made once per run and instance."""
+        contexts = self._contexts
+        found = contexts.get(path)
+        if found is None:
+            if path is None:
+                from ..expressions import ExpressionContext
+
+                found = ExpressionContext.for_run(self.flow, self.registry, self.resource)
+            else:
+                found = self._context_for(None).with_subflow(
+                    self.expansion.subflow_values(path, self._context_for))
+            contexts[path] = found
+        return found
+
+    def template_context(self, node_id: str, param: str) -> Any:
+        """The expression context a template of ``node_id``'s ``param`` reads
+        ``subflow`` through: inside a subflow instance, that instance's
+        params; the run's plain context elsewhere. The Template node's own
+        text asks it too (nodes/core/transform.py)."""
+        expansion = self.expansion
+        path = expansion.template_scope(node_id, param) if expansion is not None else None
+        return self._context_for(path)
 
     # -- running ------------------------------------------------------------
     async def run(self, timeout: float | None = None) -> RunResult:

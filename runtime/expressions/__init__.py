@@ -22,7 +22,8 @@ template gives text. Either is then coerced to the param's type, so an int
 param set to ``"{{ msg.payload.n }}"`` gets an int from ``"7"`` too.
 
 The Template node's template (``TextTemplate``) sees the message's own keys
-(``payload``, ``topic``) and ``msg``, reads a missing key as empty text, and
+(``payload``, ``topic``) and ``msg`` (inside a subflow definition also
+``subflow``, the instance's params), reads a missing key as empty text, and
 always gives text; it has the same sandbox and the same bounds.
 
 Bounds, the same for every template (``_Render`` keeps the counts of one

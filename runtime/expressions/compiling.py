@@ -67,7 +67,9 @@ def compile_template(text: str) -> Compiled:
 @lru_cache(maxsize=256)
 def compile_text_template(text: str) -> Compiled:
     """Compile a Template node's template (cached by text): its names are
-    the message's keys and ``msg``. Raises ExpressionError."""
+    the message's keys and ``msg``; ``roots`` says only whether it reads
+    ``subflow`` (inside a definition, the instance's params). Raises
+    ExpressionError."""
     return _compile(text, text_mode=True)
 
 
@@ -108,6 +110,10 @@ def _compile(text: str, *, text_mode: bool) -> Compiled:
                     and len(body[0].nodes) == 1 \
                     and not isinstance(body[0].nodes[0], nodes.TemplateData):
                 native_expr = body[0].nodes[0]
+    elif "subflow" in names:
+        # A Template node's text inside a subflow definition reads the
+        # instance's params as ``subflow`` (its other names are the message's).
+        roots = frozenset(("subflow",))
     # Constants are worked out (by _check_constants, then by Jinja's own
     # optimizer) under the bounds, with compiling's share of work.
     subflow_names = _subflow_names(ast) if "subflow" in roots else frozenset()

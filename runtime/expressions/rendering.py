@@ -189,7 +189,7 @@ class Expression:
 
 class TextTemplate:
     """A Template node's template: it sees the message's keys (``{{
-    payload.name }}``) and ``msg``, reads a missing key as empty text and
+    payload.name }}``), ``msg`` and, inside a subflow, ``subflow``; reads a missing key as empty text and
     gives text, with the sandbox and the bounds of every template.
     ``render`` raises ExpressionError with what is wrong (and
     RenderDeadline past the run's deadline)."""
@@ -205,9 +205,13 @@ class TextTemplate:
     def text(self) -> str:
         return self.compiled.text
 
-    def render(self, msg: Mapping) -> str:
+    def render(self, msg: Mapping, subflow: Mapping | None = None) -> str:
+        """``subflow``: inside a subflow instance, its params' values
+        (``{{ subflow.NAME }}``); they then hide a message key of that name."""
         roots = dict(msg)
         roots["msg"] = msg
+        if subflow is not None:
+            roots["subflow"] = subflow
         try:
             return _render(self.compiled, roots)
         except (ExpressionError, RenderDeadline):
