@@ -234,8 +234,8 @@ def convert_selection(flow: Flow, node_ids: Iterable[str], name: str, label: str
         last_y = None
         for end in ends:
             pname = names[end]
-            pid = _unique(pname if pname not in ("in", "out") else
-                          ("input" if ptype == IN_TYPE else "output"), taken_ids)
+            word = "in" if ptype == IN_TYPE else "out"
+            pid = _unique(f"{word}put" if len(ends) == 1 else f"{word}_{pname}", taken_ids)
             taken_ids.add(pid)
             y = by_id[end[0]].position[1] + dy
             if last_y is not None and y < last_y + ROW:
@@ -585,22 +585,7 @@ def move_to_library(flow: Flow, name: str, folder: str | Path, version: str = "1
     saved = defn.model_copy(deep=True)
     saved.version = version
     saved.format = None
-    path = target / f"{name}.subflow.json"
-    if path.is_file():
-        from .subflows import read_library_file
-
-        try:
-            current = read_library_file(path)
-        except FlowError:
-            current = None
-        if current is not None and current.version:
-            if current.version == version and current.content_hash() != saved.content_hash():
-                raise ValueError(f"{path} is already version {version} of '{name}', with other "
-                                 "content: choose a new version (e.g. "
-                                 f"{bump_patch(version)})")
-            if version_key(current.version) > version_key(version):
-                raise ValueError(f"{path} is version {current.version}, newer than {version}: "
-                                 "choose a version above it")
+    check_new_version(saved, target)
     pin = SubflowPin(version=version, hash=saved.content_hash())
     out = _copy(flow)
     out.subflows = [d for d in out.subflows if d.name != name]
@@ -610,6 +595,44 @@ def move_to_library(flow: Flow, name: str, folder: str | Path, version: str = "1
                 n.subflow = pin.model_copy()
     save_to_library(saved, target)
     return out
+
+
+def check_new_version(defn: SubflowDef, folder: str | Path) -> None:
+    """Refuse (ValueError) to write ``defn`` (with its version) as the
+    current version in the library folder ``folder`` when the file there
+    is this version with other content (the instances that pin it would
+    break), or a newer version."""
+    version = defn.version or ""
+    if not re.match(SEMVER_RE, version):
+        raise ValueError(f"'{version}' is not a version: use MAJOR.MINOR.PATCH, e.g. 1.0.0")
+    path = Path(folder) / f"{defn.name}.subflow.json"
+    if not path.is_file():
+        return
+    from .subflows import read_library_file
+
+    try:
+        current = read_library_file(path)
+    except FlowError:
+        return  # unreadable: save_to_library replaces it
+    if not current.version:
+        return
+    if current.version == version and current.content_hash() != defn.content_hash():
+        raise ValueError(f"{path} is already version {version} of '{defn.name}', with other "
+                         f"content: choose a new version (e.g. {bump_patch(version)})")
+    if version_key(current.version) > version_key(version):
+        raise ValueError(f"{path} is version {current.version}, newer than {version}: "
+                         "choose a version above it")
+
+
+def save_new_version(defn: SubflowDef, folder: str | Path, version: str) -> Path:
+    """Write a library definition edited in the designer as ``version`` of
+    it in ``folder`` (the one it came from), after ``check_new_version``;
+    the version it replaces is kept beside it (save_to_library)."""
+    saved = defn.model_copy(deep=True)
+    saved.version = version
+    saved.format = None
+    check_new_version(saved, folder)
+    return save_to_library(saved, Path(folder))
 
 
 def bump_patch(version: str | None) -> str:
