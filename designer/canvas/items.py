@@ -241,6 +241,9 @@ class NodeItem(QGraphicsItem):
         self.run_count = 0
         self.run_text = ""
         self.run_stale = False  # the badge is from before an edit of this node
+        # More about the run state, for the tooltip (rich text): a subflow
+        # instance lists the nodes inside it that ran.
+        self.run_detail = ""
         self._line_above = False  # where the run line is (place_run_line)
         self.set_look(look)
 
@@ -325,6 +328,8 @@ class NodeItem(QGraphicsItem):
 
     def _update_tooltip(self) -> None:
         tip = self._tip
+        if self.run_detail and self.run_state != "idle":
+            tip += f"<br><span style='opacity:.8'>{self.run_detail}</span>"
         if self.run_stale and self.run_state != "idle":
             tip += ("<br><span style='opacity:.7'>The grey run state is from before you "
                     "edited this node. Run again to refresh it.</span>")
@@ -371,9 +376,16 @@ class NodeItem(QGraphicsItem):
             return
         self.prepareGeometryChange()
         self.run_state, self.run_count, self.run_text = state, count, text
+        if state == "idle":
+            self.run_detail = ""
         self.place_run_line()
         self._update_tooltip()
         self.update()
+
+    def set_run_detail(self, detail: str) -> None:
+        if detail != self.run_detail:
+            self.run_detail = detail
+            self._update_tooltip()
 
     def set_run_stale(self, stale: bool) -> None:
         """The node was edited since the run its badge is from: grey it."""

@@ -22,6 +22,7 @@ from runtime.events import Event
 from runtime.flow import Flow, Problem, parse_flow
 
 from ..control.run_controller import RunController
+from ..control.subflow_run import RunMap
 from ..look.settings import settings
 from ..panels.inspector import Inspector
 from ..panels.inspector.common import COLORS, failed_calls, fmt_duration, run_outcome
@@ -30,6 +31,7 @@ from ..panels.inspector.inspector import TAB_AGENT, TAB_DEBUG, TAB_PROBLEMS
 from ..panels.inspector.staleness import RunSnapshot
 from ..panels.inspector.tools_tab import status_text
 from .mcp_dialog import serve_action_for
+from .subflow_view import SubflowBadges
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +86,10 @@ class RunSession(QObject):
         # since; None once another flow is on screen.
         self.snapshot: RunSnapshot | None = None
         self._wire_map: dict[int, int] | None = None  # run's wire index -> index now
+        # A run of a flow with subflow instances ran the flat flow: its wire
+        # indexes and inner node paths, against the flow as written.
+        self.run_map: RunMap | None = None
+        self.subflows = SubflowBadges(self)
         self._run_on_screen = False  # the running flow is the one on screen
         # The canvas shows the live run's badges; False while it shows a
         # stored run's (History's Open): the live run's are kept, not drawn.
@@ -292,6 +298,14 @@ class RunSession(QObject):
         # the document's flow is the one that runs.
         self.snapshot = RunSnapshot(self.document.flow.model_copy(deep=True))
         self._wire_map = None
+        engine = self.controller.engine
+        path = self.document.path
+        self.run_map = RunMap.of(self.snapshot.flow, self.document.registry,
+                                 str(path) if path else "",
+                                 getattr(engine, "expansion", None)
+                                 if engine is not None and engine.run_id == run_id else None)
+        self.inspector.set_run_map(run_id, self.run_map)
+        self.subflows.start()
         self._run_on_screen = True
         self.inspector.set_snapshot(self.snapshot)
         self._set_status("running", "Running… 0.0 s")
@@ -306,6 +320,7 @@ class RunSession(QObject):
         self._run_on_screen = False
         self.snapshot = None
         self._wire_map = None
+        self.run_map = None
         self._node_state.clear()
         self._failed.clear()
         if self.controller.is_running:
@@ -352,7 +367,16 @@ class RunSession(QObject):
             scene.set_run_stale(stale)
         self.inspector.update_staleness()
 
+    def _wire_counts(self, counts: dict) -> dict[int, int]:
+        """The run's wire counts (its stats', by flat index) by the index of
+        the wire in the flow that ran, as written."""
+        if self.run_map is not None:
+            return self.run_map.user_wire_counts(counts)
+        return {int(index): n for index, n in counts.items()}
+
     def _current_wire(self, run_index: int) -> int | None:
+        """The index now of the wire ``run_index`` of the flow that ran (as
+        written: see _wire_counts), or None if it is gone."""
         if self.snapshot is None:
             return run_index
         if self._wire_map is None:
@@ -371,6 +395,7 @@ class RunSession(QObject):
         for node_id, (state, count, text) in list(self._node_state.items()):
             if state == "running":
                 self._badge(node_id, "done", count, text)
+        self.subflows.flush()
         failed = getattr(result, "failed_tool_calls", 0)
         words, state = run_outcome(result.status, failed)
         text = f"{words} in {fmt_duration(result.duration_ms)}"
@@ -410,6 +435,7 @@ class RunSession(QObject):
         self.inspector.apply_events(events)
         try:
             self._update_canvas(events)
+            self.subflows.flush()
         except Exception:  # the canvas changed under a run (an edit): never crash
             log.debug("could not update run state on the canvas", exc_info=True)
 
@@ -432,8 +458,8 @@ class RunSession(QObject):
                     else:
                         continue
                     self._badge(node_id, state, counts.get("in", 0), prev[2])
-                for index, count in e.wires.items():
-                    now = self._current_wire(int(index))
+                for index, count in self._wire_counts(e.wires).items():
+                    now = self._current_wire(index)
                     item = scene.item_for_wire(now) if now is not None else None
                     if item is not None and self._paint:
                         item.set_activity(count)
@@ -493,6 +519,8 @@ class RunSession(QObject):
         if self._node_state.get(node_id) == value:
             return
         self._node_state[node_id] = value
+        if self.run_map is not None:
+            self.subflows.changed(node_id)
         item = self.window.scene.item_for_node(node_id)
         if item is not None and self._paint:
             item.set_run_state(state, count, text)
@@ -526,8 +554,9 @@ class RunSession(QObject):
                 item = scene.item_for_node(node_id)
                 if item is not None:
                     item.set_run_state(*state)
-            for index, count in self.inspector.live.wire_counts.items():
-                now = self._current_wire(int(index))
+            self.subflows.repaint()
+            for index, count in self._wire_counts(self.inspector.live.wire_counts).items():
+                now = self._current_wire(index)
                 wire = scene.item_for_wire(now) if now is not None else None
                 if wire is not None and count:
                     wire.set_activity(count)
@@ -538,13 +567,14 @@ class RunSession(QObject):
         if self.history is None or not run_id:
             self._paint = False
             return
-        live = (self._node_state, self._failed, self.snapshot, self._wire_map)
+        live = (self._node_state, self._failed, self.snapshot, self._wire_map, self.run_map)
         self._node_state, self._failed, self._wire_map = {}, {}, None
         kept = self.history.flow_of(run_id)
         try:
             ran = parse_flow(kept) if kept else Flow()
         except Exception:  # a flow this registry cannot read: its wires are not drawn
             ran = Flow()
+        self.run_map = self.inspector.ctx.run_map
         self.snapshot = self._stored_snapshot = RunSnapshot(ran)
         self.snapshot.recompute(self.document.flow)
         self._paint = True
@@ -553,21 +583,28 @@ class RunSession(QObject):
             for node_id, (state, count, text) in list(self._node_state.items()):
                 if state == "running":  # it ended when the run did
                     self._badge(node_id, "done", count, text)
+            self.subflows.flush(all_tabs=True)
             scene.set_run_stale(self.snapshot.stale)
         except Exception:  # the canvas changed under it: never crash
             log.debug("could not draw the stored run on the canvas", exc_info=True)
         finally:
-            self._node_state, self._failed, self.snapshot, self._wire_map = live
+            self._node_state, self._failed, self.snapshot, self._wire_map, self.run_map = live
             self._paint = False
 
     # -- selection ----------------------------------------------------------
     def _select_node(self, node_id: str) -> None:
+        """A node the inspector names: selected on the canvas; one inside a
+        subflow instance selects the instance, and the inspector shows the
+        inner node's messages."""
+        shown = node_id
         if self.document.flow.node(node_id) is None:
-            return
+            node_id = self.inspector.ctx.instance_of(node_id) or ""
+            if self.document.flow.node(node_id) is None:
+                return
         select = getattr(self.window, "select_node", None)
         if select is not None:
             select(node_id)
-        self.inspector.select_node(node_id)
+        self.inspector.select_node(shown)
 
     def _on_selection(self) -> None:
         scene = self.window.scene

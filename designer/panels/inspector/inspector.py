@@ -11,6 +11,7 @@ dock around it (see dock.py) decides the heights."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
@@ -28,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from runtime.events import Event
-from runtime.flow import Flow, Problem
+from runtime.flow import Flow, Problem, parse_flow
 from runtime.registry import Registry
 
 from ...look import icons, theme
@@ -46,6 +47,8 @@ from .tools_tab import ToolsTab
 
 if TYPE_CHECKING:
     from runtime.history import History
+
+log = logging.getLogger(__name__)
 
 
 TAB_DEBUG, TAB_MESSAGES, TAB_TOOLS, TAB_TIMELINE, TAB_AGENT, TAB_PROBLEMS, TAB_HISTORY = range(7)
@@ -314,6 +317,12 @@ class Inspector(QWidget):
         self._refresh({RUN, DEBUG, STATS, TOOLS, AGENTS, ERRORS, LOGS})
         self.update_staleness()
 
+    def set_run_map(self, run_id: str, run_map: Any) -> None:
+        """The live run's map of its subflow instances (None: it has none)."""
+        self.ctx.maps = {k: v for k, v in self.ctx.maps.items() if k == self.ctx.model.run_id}
+        if run_map is not None:
+            self.ctx.maps[run_id] = run_map
+
     def set_snapshot(self, snapshot: RunSnapshot | None) -> None:
         """The flow the live run ran, as it was when it started."""
         self.ctx.snapshot = snapshot
@@ -344,6 +353,7 @@ class Inspector(QWidget):
             return False
         stored = RunModel()
         stored.apply(self.history.events(run_id))
+        self._map_stored(run_id, info)
         self.ctx.model = stored
         self.ctx.read_only = True
         self.banner_text.setText(
@@ -357,6 +367,24 @@ class Inspector(QWidget):
         self._update_strip()
         self.shown_run_changed.emit()
         return True
+
+    def _map_stored(self, run_id: str, info: Any) -> None:
+        """The map of a stored run of a flow with subflow instances, from the
+        flow it kept (library definitions found again by their pins)."""
+        if run_id in self.ctx.maps:
+            return
+        try:
+            kept = self.history.flow_of(run_id) if self.history is not None else None
+            if not kept:
+                return
+            from ...control.subflow_run import RunMap
+
+            run_map = RunMap.of(parse_flow(kept), self.ctx.registry, getattr(info, "path", "") or "")
+        except Exception:  # a flow this registry cannot read: ids stay as they are
+            log.debug("no subflow map for stored run %s", run_id, exc_info=True)
+            return
+        if run_map is not None:
+            self.ctx.maps[run_id] = run_map
 
     def show_live(self) -> None:
         self.ctx.model = self.live

@@ -106,8 +106,8 @@ class MessagesTab(QWidget):
         # The run counted wires by its own indices; edits since may have
         # shifted them, or this wire may be new.
         ran = self.ctx.run_wire(index)
-        count = model.wire_counts.get(str(ran), 0) if ran is not None else 0
-        message = model.last_wire.get(str(ran)) if ran is not None else None
+        count = self.ctx.wire_count(ran) if ran is not None else 0
+        message = self.ctx.wire_message(ran) if ran is not None else None
         self.outgoing.hide()
         if ran is None and wire is not None and model.run_id:
             self.note.setText("This wire was added after the run: nothing went along it yet.")

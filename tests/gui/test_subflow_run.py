@@ -1,0 +1,134 @@
+"""Running a flow with subflow instances in the designer (docs/subflows.md,
+"Running and inspecting"): real runs in the main window; the canvas's wire
+counts and badges are the flow's as written (the engine runs the flat flow),
+a definition's tab shows its nodes' badges, breakpoints and pins set on a
+definition's node reach every instance, and the inspector names inner nodes
+by their instance and groups them by it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from designer.model.document import FlowDocument
+from runtime.flow import Flow
+from runtime.flow.subflows import LIBRARY_ENV
+from runtime.registry import Registry
+from tests.gui.editor_fixtures import make_window  # noqa: F401 - the fixture
+from tests.gui.inspector_fixtures import qt_loop  # noqa: F401 - the fixture
+
+
+@pytest.fixture(autouse=True)
+def _own_library(data_dir, monkeypatch):
+    monkeypatch.delenv(LIBRARY_ENV, raising=False)
+
+
+@pytest.fixture
+def registry():
+    return Registry.default()
+
+
+def P(value: Any) -> dict:
+    return {"scope": "custom", "value": value}
+
+
+def W(src: str, dst: str) -> dict:
+    s, _, sp = src.partition(":")
+    d, _, dp = dst.partition(":")
+    return {"from": [s, sp or "out"], "to": [d, dp or "in"]}
+
+
+def SET(id: str, path: str, value: Any, name: str = "") -> dict:
+    return {"id": id, "type": "core.change", "name": name, "position": [300, 80],
+            "params": {"rules": P([{"action": "set", "path": path, "value": value}])}}
+
+
+# "fan": its input feeds two nodes, both feed its output.
+FAN = {"name": "fan", "label": "Fan", "params": [],
+       "nodes": [{"id": "i", "type": "subflow.in", "position": [60, 80]},
+                 SET("a", "payload.a", 1, "Set A"),
+                 {**SET("b", "payload.b", 2, "Set B"), "position": [300, 220]},
+                 {"id": "o", "type": "subflow.out", "position": [560, 80]}],
+       "wires": [W("i", "a"), W("i", "b"), W("a", "o"), W("b", "o")]}
+# "risky": a template that fails on a message without payload.total.
+RISKY = {"name": "risky", "label": "Risky", "params": [],
+         "nodes": [{"id": "i", "type": "subflow.in", "position": [60, 80]},
+                   {"id": "p", "type": "core.template", "name": "Price", "position": [300, 80],
+                    "params": {"template": P("{{ payload.total * 1.2 }}")}},
+                   {"id": "o", "type": "subflow.out", "position": [560, 80]}],
+         "wires": [W("i", "p"), W("p", "o")]}
+
+
+def flow() -> Flow:
+    return Flow.model_validate({
+        "format": "switchboard.flow/1", "name": "Fans",
+        "nodes": [{"id": "src", "type": "core.inject", "name": "Go", "position": [60, 200],
+                   "params": {"payload": P({"x": 1}), "payload_type": P("JSON")}},
+                  {"id": "fan1", "type": "subflow:fan", "name": "First fan", "position": [300, 80]},
+                  {"id": "fan2", "type": "subflow:fan", "name": "Second fan",
+                   "position": [300, 220]},
+                  {"id": "risky", "type": "subflow:risky", "name": "Risky", "position": [300, 360]},
+                  {"id": "d1", "type": "core.debug", "name": "Out 1", "position": [560, 80]},
+                  {"id": "d2", "type": "core.debug", "name": "Out 2", "position": [560, 220]},
+                  {"id": "d3", "type": "core.debug", "name": "Out 3", "position": [560, 360]}],
+        "wires": [W("src", "fan1"), W("fan1", "d1"), W("src", "fan2"), W("fan2", "d2"),
+                  W("src", "risky"), W("risky", "d3")],
+        "subflows": [FAN, RISKY]})
+
+
+def open_window(make_window, registry, f: Flow | None = None):  # noqa: F811
+    w = make_window(FlowDocument(f or flow(), registry))
+    w.complete_start()
+    return w
+
+
+def run_to_end(qtbot, w) -> Any:
+    session = w.run_session
+    assert session.run()
+    qtbot.waitUntil(lambda: not session.controller.is_running, timeout=15000)
+    return session.controller.last_result
+
+
+def wire_count(w, index: int) -> int:
+    return w.scene.item_for_wire(index).activity
+
+
+def test_wire_counts_are_the_flows_wires_and_instances_show_what_ran_inside(
+        make_window, registry, qtbot):  # noqa: F811
+    w = open_window(make_window, registry)
+    result = run_to_end(qtbot, w)
+    assert result.errors == 1
+    # One message into each fan (its input feeds two nodes: still one), two
+    # out of it (both nodes inside feed the output); before, the flat flow's
+    # wire indexes were taken for the flow's: wrong wires, wrong counts.
+    assert [wire_count(w, i) for i in range(6)] == [1, 2, 1, 2, 1, 0]
+    fan = w.scene.item_for_node("fan1")
+    assert (fan.run_state, fan.run_count) == ("done", 1)
+    assert "fan1.a" in fan.toolTip() and "fan1.b" in fan.toolTip()
+    risky = w.scene.item_for_node("risky")
+    assert risky.run_state == "error"
+    assert risky.run_text.startswith("Risky › Price: ")
+    assert "risky.p: error" in risky.toolTip()
+    # The inspector names inner nodes by their instance.
+    assert w.run_session.inspector.ctx.name_of("risky.p") == "Risky › Price"
+    assert w.run_session.inspector.ctx.name_of("fan2.b") == "Second fan › Set B"
+
+
+def test_a_definitions_tab_shows_its_nodes_badges_over_every_instance(
+        make_window, registry, qtbot):  # noqa: F811
+    w = open_window(make_window, registry)
+    run_to_end(qtbot, w)
+    tab = w.tabs.open_definition(w.document.flow.subflow("fan"))
+    a = tab.scene.item_for_node("a")
+    # Two instances, one message each: added up; the tooltip says each.
+    assert (a.run_state, a.run_count) == ("done", 2)
+    assert "fan1.a" in a.toolTip() and "fan2.a" in a.toolTip()
+    assert tab.scene.item_for_node("i").run_state == "idle"
+    risky = w.tabs.open_definition(w.document.flow.subflow("risky"))
+    assert risky.scene.item_for_node("p").run_state == "error"
+    # A new run clears them first.
+    w.run_session.run()
+    assert tab.scene.item_for_node("a").run_state in ("idle", "running", "done")
+    qtbot.waitUntil(lambda: not w.run_session.controller.is_running, timeout=15000)
+    assert tab.scene.item_for_node("a").run_count == 2
