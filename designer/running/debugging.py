@@ -73,6 +73,9 @@ class DebugSession(QObject):
                         doc.wire_removed, doc.node_removed):
                 sig.connect(lambda *_: self._later())
 
+        from .subflow_breakpoints import TabMarks
+
+        self.tab_marks = TabMarks(self)
         self.store.changed.connect(self._on_breakpoints)
         self.controller.run_started.connect(self._on_run_started)
         self.controller.run_finished.connect(self._on_run_finished)
@@ -259,7 +262,7 @@ class DebugSession(QObject):
         if engine is None or not self.controller.is_running:
             return None
         if self.debugger is None or self.debugger.engine is not engine:
-            self.debugger = Debugger(self.store.for_run(engine.flow))
+            self.debugger = Debugger(self._for_run(engine))
             self.debugger.pause_all = self.pause_all_action.isChecked()
             self.debugger.on_change.append(self._later)
             self.debugger.attach(engine)
@@ -271,7 +274,7 @@ class DebugSession(QObject):
         if self.controller.is_running:
             debugger = self.debugger or (self._attach() if len(self.store) else None)
             if debugger is not None:
-                wanted = {bp.key: bp for bp in self.store.for_run(debugger.engine.flow)}
+                wanted = {bp.key: bp for bp in self._for_run(debugger.engine)}
                 for key in list(debugger.breakpoints):
                     if key not in wanted:
                         debugger.remove(key)
@@ -280,6 +283,13 @@ class DebugSession(QObject):
                     if have is None or have.condition != bp.condition:
                         debugger.add(bp)
         self.refresh()
+
+    def _for_run(self, engine: Any) -> list[Any]:
+        """The store's breakpoints for ``engine``'s run: of the flow as
+        written, through the run's map when it ran it flat (subflows)."""
+        run_map = getattr(self.session, "run_map", None)
+        source = getattr(engine, "source_flow", engine.flow)
+        return self.store.for_run(source if run_map is not None else engine.flow, run_map)
 
     def _set_pause_all(self, on: bool) -> None:
         if self.controller.is_running:
@@ -353,13 +363,21 @@ class DebugSession(QObject):
         held_nodes: dict[str, int] = {}
         held_wires: dict[int, int] = {}
         run_flow = self.debugger.engine.flow if self.debugger is not None else None
+        run_map = getattr(self.session, "run_map", None)
+        if run_map is not None:
+            run_flow = run_map.source
         for h in held:
-            if h.wire >= 0 and run_flow is not None and not h.is_tool:
-                ends = run_flow.wires[h.wire]
+            wire = h.wire if run_map is None or h.wire < 0 else run_map.user_wire(h.wire)
+            if wire is not None and wire >= 0 and run_flow is not None and not h.is_tool:
+                ends = run_flow.wires[wire]
                 index = wire_index(flow, (tuple(ends.source), tuple(ends.target)))
                 if index is not None:
                     held_wires[index] = held_wires.get(index, 0) + 1
                     continue
-            held_nodes[h.node] = held_nodes.get(h.node, 0) + 1
+            node = h.node
+            if run_map is not None and flow.node(node) is None:
+                node = run_map.top_instance(node) or node  # held inside: on its instance
+            held_nodes[node] = held_nodes.get(node, 0) + 1
         self.marks.show(nodes, wires, held_nodes, held_wires)
+        self.tab_marks.show(held, run_map)
 

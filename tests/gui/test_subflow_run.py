@@ -132,3 +132,60 @@ def test_a_definitions_tab_shows_its_nodes_badges_over_every_instance(
     assert tab.scene.item_for_node("a").run_state in ("idle", "running", "done")
     qtbot.waitUntil(lambda: not w.run_session.controller.is_running, timeout=15000)
     assert tab.scene.item_for_node("a").run_count == 2
+
+
+# -- breakpoints ------------------------------------------------------------------------
+def click_gutter(view, scene, qtbot, node_id: str) -> None:
+    """A real left click in the gutter left of the node's input."""
+    from PySide6.QtCore import QPointF, Qt
+
+    from designer.canvas.breakpoint_marks import GUTTER_X, input_ports
+
+    item = scene.item_for_node(node_id)
+    view.centerOn(item)
+    port = input_ports(item)[0]
+    at = view.mapFromScene(item.mapToScene(QPointF(GUTTER_X, port.pos.y())))
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=at)
+
+
+def held_nodes(w) -> list[str]:
+    return sorted(h.node for h in w.run_session.debugging.held())
+
+
+def test_a_breakpoint_set_in_a_definitions_tab_stops_every_instance(
+        make_window, registry, qtbot):  # noqa: F811
+    w = open_window(make_window, registry)
+    debugging = w.run_session.debugging
+    tab = w.tabs.open_definition(w.document.flow.subflow("fan"))
+    click_gutter(tab.view, tab.scene, qtbot, "a")
+    assert debugging.store.for_inner("fan", "a") is not None
+    assert debugging.store.for_node("a") is None  # not a node of the flow
+    # The definition's input takes none: a run passes straight through it.
+    debugging.tab_marks.toggle(tab, "o")
+    assert debugging.store.for_inner("fan", "o") is None
+    assert w.run_session.run()
+    qtbot.waitUntil(lambda: len(debugging.held()) == 2, timeout=15000)
+    assert held_nodes(w) == ["fan1.a", "fan2.a"]
+    # The tab rings its node; the flow's canvas rings each instance.
+    assert debugging.tab_marks._made[id(tab)][1]._halos["a"].count == 2
+    assert set(debugging.marks._halos) == {"fan1", "fan2"}
+    debugging.continue_all()
+    qtbot.waitUntil(lambda: not w.run_session.controller.is_running, timeout=15000)
+
+
+def test_breakpoints_on_an_instance_and_on_its_wire_stop_inside_the_run(
+        make_window, registry, qtbot):  # noqa: F811
+    w = open_window(make_window, registry)
+    debugging = w.run_session.debugging
+    debugging.store.set_node("risky")  # where messages enter it
+    debugging.store.set_wire(1)  # fan1 -> d1: both nodes inside feed it
+    assert w.run_session.run()
+    qtbot.waitUntil(lambda: len(debugging.held()) == 3, timeout=15000)
+    held = debugging.held()
+    assert sorted(h.node for h in held if h.wire < 0) == ["risky.p"]
+    flat = w.run_session.controller.engine.flow.wires
+    on_wires = sorted((tuple(flat[h.wire].source), tuple(flat[h.wire].target))
+                      for h in held if h.wire >= 0)
+    assert on_wires == [(("fan1.a", "out"), ("d1", "in")), (("fan1.b", "out"), ("d1", "in"))]
+    debugging.continue_all()
+    qtbot.waitUntil(lambda: not w.run_session.controller.is_running, timeout=15000)
