@@ -197,6 +197,26 @@ class ToolStatus(Event):
 
 
 @dataclass(slots=True, kw_only=True)
+class ToolStep(Event):
+    """A node inside a subflow that runs as an agent's tool ran for one
+    call (``caller_id``, docs/subflows.md): ``running`` as a node that
+    awaits starts, ``done`` or ``error`` (``text``: what failed) as it
+    ends, ``ms`` its time. ``node`` is the inner node's path
+    (``stock.lookup``). The inspector nests them under the call. At most
+    MAX_STEP_EVENTS of one call (runtime.engine.subflow_tool)."""
+
+    type: Literal["tool.step"] = "tool.step"
+    agent: str = ""
+    tool: str = ""
+    caller_id: str
+    node: str
+    name: str = ""
+    status: Literal["running", "done", "error"] = "done"
+    text: str = ""
+    ms: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
 class ToolApproval(Event):
     """A tool call waits for a person's decision."""
 
@@ -411,8 +431,8 @@ class Log(Event):
 
 AnyEvent = Annotated[
     RunStarted | RunFinished | RunReplay | NodeStatus | Debug | NodeError | ToolCall | ToolResult
-    | ToolStatus | ToolApproval | ToolDecision | LlmRequest | LlmDelta | LlmResponse | Stats
-    | MessageSent | Log | HookFired | DebugPaused | DebugResumed,
+    | ToolStatus | ToolStep | ToolApproval | ToolDecision | LlmRequest | LlmDelta | LlmResponse
+    | Stats | MessageSent | Log | HookFired | DebugPaused | DebugResumed,
     Field(discriminator="type"),
 ]
 @functools.cache

@@ -291,7 +291,11 @@ class Agent(Node):
             from runtime.workspace import workspace_of
 
             prompt += workspace_of(engine).attach(documents)
-        parent = str(msg.get("__tool_caller_id__", "")) if as_tool else ""
+        # The tool call this work is part of: another agent's call of this
+        # one, or a call of a subflow this agent is inside (its events nest
+        # under that call; runtime.engine.subflow_tool).
+        parent = str(msg.get("__tool_caller_id__", "")) if as_tool else \
+            str(msg.get("__subflow_call__") or "")
         hook_run = self._hook_run(msg, prompt, parent)
         if hook_run is DROP:
             self.show_status("message joined the conversation going on", "blue", "running")

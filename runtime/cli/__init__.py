@@ -157,11 +157,11 @@ def _validate(args: argparse.Namespace) -> int:
         print(str(problem), file=sys.stderr)
     print(f"{args.flow}: ok ({len(flow.nodes)} nodes, {len(flow.wires)} wires)")
     if args.approve:
-        return _validate_policy(args.approve, flow)
+        return _validate_policy(args.approve, flow, args.flow)
     return EXIT_OK
 
 
-def _validate_policy(path: str, flow) -> int:
+def _validate_policy(path: str, flow, flow_file: str = "") -> int:
     """``validate FLOW --approve POLICY.json``: the policy file's problems,
     and what in it the flow's tools cannot match (warnings)."""
     from runtime.approval import policy_warnings, read_policy
@@ -172,7 +172,8 @@ def _validate_policy(path: str, flow) -> int:
     if policy is not None:
         try:
             tools = {f["function"]["name"]: f["function"].get("parameters") or {}
-                     for functions in agent_tool_specs(flow).values() for f in functions}
+                     for functions in agent_tool_specs(flow, file=flow_file).values()
+                     for f in functions}
         except NodeConfigError:
             tools = None  # an MCP server's list the flow's checks could not see: not judged
         if tools is not None:
@@ -268,7 +269,7 @@ def _tools(args: argparse.Namespace) -> int:
 
     flow = _load(args.flow)
     try:
-        specs = agent_tool_specs(flow)
+        specs = agent_tool_specs(flow, file=args.flow)
     except NodeConfigError as exc:  # a tool the flow's checks could not see (an MCP server's)
         raise UsageError(f"{args.flow}: {exc}") from None
     print(json.dumps(specs, indent=2, ensure_ascii=False))

@@ -35,6 +35,7 @@ from .errors import _log_traceback, error_text
 from .node_runtime import NodeRuntime, WireRuntime
 from .params import expand_flow_dir, expand_workspace
 from .recording import REPLAY_INPUTS, Recording
+from .subflow_tool import tool_class
 from .tool_mode import ToolMode
 
 log = logging.getLogger("runtime.engine")  # the name its log lines had as one module
@@ -178,6 +179,8 @@ class Engine(Dispatch, ToolMode, Recording):
         for fnode in self.flow.nodes:
             cls = self.registry.get(fnode.type)
             assert cls is not None
+            if self.expansion is not None and fnode.id in self.expansion.tools:
+                cls = tool_class(cls)  # a subflow instance that is an agent's tool
             if isolate and self.registry.package_of(fnode.type) in isolate:
                 cls = self.registry.isolated(fnode.type) or cls
             rt = NodeRuntime(self, fnode, cls.spec)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..approval import ApprovalRequest, people_of
 from ..arguments import _parse, argument_problem, event_args, masked, preview, short
 from ..cost import tool_cost
+from ..engine.subflow_tool import SUBFLOW_CALLS
 from ..events import NodeStatus, ToolApproval, ToolCall, ToolDecision, ToolResult
 from ..message import (
     AGENT_NODE_ID,
@@ -133,7 +134,7 @@ class ToolBridge(BackgroundTasks):
         """The functions the LLM is offered: a child agent also gets handoff;
         an agent with background tasks gets task_status and task_cancel."""
         out = self.functions
-        if state is not None and state.parent and HANDOFF not in self.tools:
+        if self._child(state) and HANDOFF not in self.tools:
             out = [*out, function_spec(
                 HANDOFF, "End your task and hand your result (and any workspace documents) to "
                 "the agent that gave it to you", HANDOFF_SCHEMA)]
@@ -143,6 +144,15 @@ class ToolBridge(BackgroundTasks):
                 (TASK_CANCEL, "Cancel a background task that is still going"))
                 if n not in self.tools)]
         return out
+
+    def _child(self, state: AgentCalls | None) -> bool:
+        """Whether the agent works on a task another agent gave it (it may
+        hand off), not on a message inside a subflow tool call (whose
+        caller id its events carry as parent, too)."""
+        if state is None or not state.parent:
+            return False
+        resource = getattr(self.engine, "resource", None)
+        return resource is None or state.parent not in resource(SUBFLOW_CALLS, dict)
 
     async def call_many(self, base: dict, calls: list[Any], timeout: float | None,
                         max_calls: int | None = MAX_TOOL_CALLS_PER_TURN,
@@ -163,7 +173,7 @@ class ToolBridge(BackgroundTasks):
             tool = tools.get(name)
             why = None
             if tool is None:
-                if name == HANDOFF and state is not None and state.parent:
+                if name == HANDOFF and self._child(state):
                     refused[i] = self._handoff(state, call_id, raw)
                     continue
                 if name in (TASK_STATUS, TASK_CANCEL) and self.jobs:

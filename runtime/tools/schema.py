@@ -362,12 +362,22 @@ def agent_tools(flow: Flow, agent_id: str, registry: Registry | None = None, *,
     return out
 
 
-def agent_tool_specs(flow: Flow, registry: Registry | None = None) -> dict[str, list[dict]]:
+def agent_tool_specs(flow: Flow, registry: Registry | None = None,
+                     file: str = "") -> dict[str, list[dict]]:
     """Per agent id: its tools exactly as sent to the LLM (OpenAI function
-    format). What ``switchboard tools FLOW`` prints."""
+    format). What ``switchboard tools FLOW`` prints. A flow with subflow
+    instances is looked at as it runs (expanded, ``file`` locating its
+    library): a subflow instance wired to an agent is one tool, and an
+    agent inside an instance is listed by its path (``order.assistant``)."""
+    from ..flow.expand import expand, has_subflows
     from ..registry import Registry as _Registry
 
     registry = registry or _Registry.default()
+    if has_subflows(flow):
+        from ..flow.subflows import with_subflows
+
+        registry = with_subflows(registry, flow, file)
+        flow = expand(flow, registry, file).flow
     by_source: dict[str, list[Any]] = {}
     for wire in flow.wires:  # once, not once per agent
         by_source.setdefault(wire.source[0], []).append(wire)
