@@ -6,7 +6,14 @@ shows (its stats' last messages, as the engine recorded them: redacted,
 and cut where long). A cut one, or one of a node with several output ports
 (the record does not say which port it left on), opens the editor to be
 checked instead of being pinned as is. Runs from the designer use pins
-unless the Run menu's switch is off, as n8n's manual runs do."""
+unless the Run menu's switch is off, as n8n's manual runs do.
+
+In a subflow definition's tab the same actions pin the definition's node:
+the pin is part of the definition, so every instance of it sends the
+pinned data (the run's ``order.check_stock``, ``returns.check_stock``);
+"last output" is that node's newest output in any instance of the run
+shown. The window asks ``definition_node_actions`` (each called with the
+tab's document and the node id) for a definition's nodes."""
 
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QSettings
 from PySide6.QtGui import QAction
 
+from runtime.flow.subflows import IN_TYPE, OUT_TYPE
 from runtime.pins import recorded_to_pin, shortened
 
 from ..panels.pin_dialog import check_pin, data_ports, node_label, open_pin_dialog, push_pin
@@ -45,26 +53,44 @@ class PinActions(QObject):
         extra = getattr(self.window, "node_context_actions", None)
         if isinstance(extra, list):
             extra += [self._pin_last_action, self._edit_action, self._unpin_action]
+        inner = getattr(self.window, "definition_node_actions", None)
+        if isinstance(inner, list):
+            inner += [lambda doc, node_id: self._pin_last_action(node_id, doc),
+                      lambda doc, node_id: self._edit_action(node_id, doc),
+                      lambda doc, node_id: self._unpin_action(node_id, doc)]
 
     def _set_use_pins(self, on: bool) -> None:
         self.session.controller.use_pins = on
         QSettings().setValue(USE_PINS_KEY, on)
 
     # -- what a run recorded -------------------------------------------------
-    def last_output(self, node_id: str) -> Any:
-        """The newest message the node sent in the run on screen, or None."""
-        model = self.session.inspector.ctx.model
-        outs = (model.last.get(node_id) or {}).get("out") or []
-        return outs[-1] if outs else None
+    def last_output(self, node_id: str, doc: Any = None) -> Any:
+        """The newest message the node sent in the run on screen, or None.
+        A definition's node (``doc`` a definition tab's document): its
+        newest in the first instance of it that sent one."""
+        ctx = self.session.inspector.ctx
+        model = ctx.model
+        ids = [node_id]
+        definition = getattr(doc, "definition", None) if doc is not None else None
+        if definition is not None and doc is not self.document:
+            run_map = ctx.run_map
+            ids = run_map.paths_of(definition.name, node_id) if run_map is not None else []
+        for flat in ids:
+            outs = (model.last.get(flat) or {}).get("out") or []
+            if outs:
+                return outs[-1]
+        return None
 
     # -- commands -----------------------------------------------------------
-    def pin_last_output(self, node_id: str) -> bool:
+    def pin_last_output(self, node_id: str, doc: Any = None) -> bool:
         """Pin the node's last output; True if it was pinned at once (False:
-        nothing to pin, or the editor was opened to check it first)."""
-        recorded = self.last_output(node_id)
-        ports = data_ports(self.document, node_id)
+        nothing to pin, or the editor was opened to check it first).
+        ``doc``: a definition tab's document (None: the flow's)."""
+        doc = doc or self.document
+        recorded = self.last_output(node_id, doc)
+        ports = data_ports(doc, node_id)
         if recorded is None or not ports:
-            self._say(f"'{node_label(self.document, node_id)}' sent nothing in the run shown: "
+            self._say(f"'{node_label(doc, node_id)}' sent nothing in the run shown: "
                       "run the flow first, or type the data with Pin Data…")
             return False
         port = "out" if "out" in ports else ports[0]
@@ -77,22 +103,24 @@ class PinActions(QObject):
             note = (f"The run does not record which port this output left on; it is listed "
                     f"under '{port}' here: move it if it left on another "
                     f"({', '.join(ports)}).")
-        pin_ok, why = check_pin(self.document, node_id, pin)
+        pin_ok, why = check_pin(doc, node_id, pin)
         if note or pin_ok is None:
-            open_pin_dialog(self.document, node_id, self.window, value=pin, note=note or why)
+            open_pin_dialog(doc, node_id, self.window, value=pin, note=note or why)
             return False
-        push_pin(self.document, node_id, pin_ok, "Pin last output")
-        self._say(f"Pinned the last output of '{node_label(self.document, node_id)}': it does "
-                  "not run while pinned")
+        push_pin(doc, node_id, pin_ok, "Pin last output")
+        every = " in every instance" if doc is not self.document else ""
+        self._say(f"Pinned the last output of '{node_label(doc, node_id)}': it does "
+                  f"not run while pinned{every}")
         return True
 
-    def edit(self, node_id: str) -> Any:
-        return open_pin_dialog(self.document, node_id, self.window)
+    def edit(self, node_id: str, doc: Any = None) -> Any:
+        return open_pin_dialog(doc or self.document, node_id, self.window)
 
-    def unpin(self, node_id: str) -> None:
-        fnode = self.document.node(node_id)
+    def unpin(self, node_id: str, doc: Any = None) -> None:
+        doc = doc or self.document
+        fnode = doc.node(node_id)
         if fnode is not None and fnode.pin is not None:
-            push_pin(self.document, node_id, None)
+            push_pin(doc, node_id, None)
 
     def _say(self, text: str) -> None:
         bar = self.window.statusBar() if hasattr(self.window, "statusBar") else None
@@ -106,25 +134,37 @@ class PinActions(QObject):
         self._made.append(action)
         return action
 
-    def _pin_last_action(self, node_id: str) -> QAction | None:
+    def _pin_last_action(self, node_id: str, doc: Any = None) -> QAction | None:
         for old in self._made:  # the actions of the menu before this one
             old.deleteLater()
         self._made = []
-        if not data_ports(self.document, node_id):
+        doc = doc or self.document
+        if not _pinnable(doc, node_id):
             return None  # nothing leaves this node: nothing to pin
-        action = self._action("Pin Last Output", lambda: self.pin_last_output(node_id))
-        action.setEnabled(self.last_output(node_id) is not None)
+        action = self._action("Pin Last Output", lambda: self.pin_last_output(node_id, doc))
+        action.setEnabled(self.last_output(node_id, doc) is not None)
         return action
 
-    def _edit_action(self, node_id: str) -> QAction | None:
-        fnode = self.document.node(node_id)
-        if fnode is None or not data_ports(self.document, node_id):
+    def _edit_action(self, node_id: str, doc: Any = None) -> QAction | None:
+        doc = doc or self.document
+        fnode = doc.node(node_id)
+        if fnode is None or not _pinnable(doc, node_id):
             return None
         text = "Edit Pinned Data…" if fnode.pin is not None else "Pin Data…"
-        return self._action(text, lambda: self.edit(node_id))
+        return self._action(text, lambda: self.edit(node_id, doc))
 
-    def _unpin_action(self, node_id: str) -> QAction | None:
-        fnode = self.document.node(node_id)
+    def _unpin_action(self, node_id: str, doc: Any = None) -> QAction | None:
+        doc = doc or self.document
+        fnode = doc.node(node_id)
         if fnode is None or fnode.pin is None:
             return None
-        return self._action("Unpin", lambda: self.unpin(node_id))
+        return self._action("Unpin", lambda: self.unpin(node_id, doc))
+
+
+def _pinnable(doc: Any, node_id: str) -> bool:
+    """A node whose output can be pinned: it has data ports, and is not a
+    subflow definition's input or output (a run passes through those)."""
+    fnode = doc.node(node_id)
+    if fnode is not None and fnode.type in (IN_TYPE, OUT_TYPE):
+        return False
+    return bool(data_ports(doc, node_id))

@@ -189,3 +189,29 @@ def test_breakpoints_on_an_instance_and_on_its_wire_stop_inside_the_run(
     assert on_wires == [(("fan1.a", "out"), ("d1", "in")), (("fan1.b", "out"), ("d1", "in"))]
     debugging.continue_all()
     qtbot.waitUntil(lambda: not w.run_session.controller.is_running, timeout=15000)
+
+
+# -- pinned data -------------------------------------------------------------------------
+def menu_texts(menu) -> list[str]:
+    return [a.text() for a in menu.actions() if a.text()]
+
+
+def test_pinning_a_definitions_node_in_its_tab_pins_it_in_every_instance(
+        make_window, registry, qtbot):  # noqa: F811
+    w = open_window(make_window, registry)
+    run_to_end(qtbot, w)
+    tab = w.tabs.open_definition(w.document.flow.subflow("fan"))
+    menu = w.build_node_menu("a")
+    assert "Pin Last Output" in menu_texts(menu) and "Pin Data…" in menu_texts(menu)
+    assert "Pin Data…" not in menu_texts(w.build_node_menu("o"))  # a run passes through it
+    assert w.run_session.pins.pin_last_output("a", tab.doc)
+    # The pin is the definition's (its tab's document edits it in place),
+    # so the flow file keeps it and every instance's run uses it.
+    pin = w.document.flow.subflow("fan").nodes[1].pin
+    assert pin["out"][0]["payload"] == {"x": 1, "a": 1}
+    run_to_end(qtbot, w)
+    assert sorted(w.run_session.controller.engine.pinned) == ["fan1.a", "fan2.a"]
+    menu = w.build_node_menu("a")
+    assert "Unpin" in menu_texts(menu)
+    w.run_session.pins.unpin("a", tab.doc)
+    assert w.document.flow.subflow("fan").nodes[1].pin is None
