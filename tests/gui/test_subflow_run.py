@@ -49,8 +49,9 @@ FAN = {"name": "fan", "label": "Fan", "params": [],
        "nodes": [{"id": "i", "type": "subflow.in", "position": [60, 80]},
                  SET("a", "payload.a", 1, "Set A"),
                  {**SET("b", "payload.b", 2, "Set B"), "position": [300, 220]},
-                 {"id": "o", "type": "subflow.out", "position": [560, 80]}],
-       "wires": [W("i", "a"), W("i", "b"), W("a", "o"), W("b", "o")]}
+                 {"id": "o", "type": "subflow.out", "position": [560, 80]},
+                 {"id": "show", "type": "core.debug", "name": "Show B", "position": [560, 220]}],
+       "wires": [W("i", "a"), W("i", "b"), W("a", "o"), W("b", "o"), W("b", "show")]}
 # "risky": a template that fails on a message without payload.total.
 RISKY = {"name": "risky", "label": "Risky", "params": [],
          "nodes": [{"id": "i", "type": "subflow.in", "position": [60, 80]},
@@ -215,3 +216,33 @@ def test_pinning_a_definitions_node_in_its_tab_pins_it_in_every_instance(
     assert "Unpin" in menu_texts(menu)
     w.run_session.pins.unpin("a", tab.doc)
     assert w.document.flow.subflow("fan").nodes[1].pin is None
+
+
+# -- the inspector groups by instance ------------------------------------------------------
+def test_the_inspector_groups_inner_nodes_by_instance(make_window, registry, qtbot):  # noqa: F811
+    w = open_window(make_window, registry)
+    run_to_end(qtbot, w)
+    inspector = w.run_session.inspector
+    debug = inspector.debug
+    qtbot.waitUntil(lambda: debug.list.topLevelItemCount() == 6, timeout=5000)
+    shows = {debug.filter.itemText(i): debug.filter.itemData(i)
+             for i in range(debug.filter.count())}
+    assert shows["Instance First fan: everything inside"] == "instance:fan1"
+    assert shows["First fan › Show B"] == "fan1.show"
+    # Show: one instance -> the lines of nodes inside it, and no other.
+    debug.filter.setCurrentIndex(debug.filter.findData("instance:fan1"))
+    assert [e.node for e in debug.entries()] == ["fan1.show"]
+    item = next(debug.list.topLevelItem(i) for i in range(debug.list.topLevelItemCount())
+                if not debug.list.topLevelItem(i).isHidden())
+    assert item.text(1) == "First fan › Show B" and item.toolTip(1) == "fan1.show"
+    # Timeline: a row per instance, its nodes under it.
+    rows = inspector.timeline.canvas.rows()
+    at = rows.index("instance:fan1")
+    assert set(rows[at + 1:at + 4]) == {"fan1.a", "fan1.b", "fan1.show"}
+    assert "fan1.a" not in rows[:at]
+    # A click on an inner node's row selects its instance on the canvas and
+    # shows the inner node's messages.
+    inspector.timeline.canvas.node_selected.emit("fan1.b")
+    assert w.scene.selected_node_ids() == ["fan1"]
+    assert inspector.messages.node_id == "fan1.b"
+    assert inspector.messages.header.text() == "First fan › Set B"

@@ -1,4 +1,9 @@
-"""Debug: what the debug nodes showed, newest at the bottom, as in Node-RED."""
+"""Debug: what the debug nodes showed, newest at the bottom, as in Node-RED.
+
+A Debug node inside a subflow instance is named by its instance
+("Express › Shipped", its path ``ship_express.shipped`` in the tooltip),
+and the Show list offers each instance that showed something ("Instance
+Express: everything inside"), beside each node."""
 
 from __future__ import annotations
 
@@ -41,6 +46,17 @@ ENTRY_ROLE = Qt.ItemDataRole.UserRole + 10
 LIST_LINES = 3  # lines of a value in the list
 LIST_CHARS = 600  # characters of it there (three lines of a wide list)
 ALL = ""
+#: A Show entry for everything inside one subflow instance.
+INSTANCE = "instance:"
+
+
+def shows(wanted: str, node: str) -> bool:
+    """Whether the Show entry ``wanted`` shows a line of ``node``."""
+    if not wanted:
+        return True
+    if wanted.startswith(INSTANCE):
+        return node.startswith(wanted[len(INSTANCE):] + ".")
+    return node == wanted
 
 
 class DebugTab(QWidget):
@@ -130,7 +146,7 @@ class DebugTab(QWidget):
             item.setText(2, preview(entry.value, LIST_CHARS))
             item.setFont(2, self._mono)
             item.setData(0, ENTRY_ROLE, entry)
-            item.setHidden(bool(wanted) and entry.node != wanted)
+            item.setHidden(not shows(wanted, entry.node))
             self._style(item, entry)
         self._shown_seq = model.debug_seq
         overflow = self.list.topLevelItemCount() - model.debug.maxlen  # type: ignore[operator]
@@ -176,9 +192,15 @@ class DebugTab(QWidget):
         self._update_count()
 
     def _add_node(self, node: str) -> None:
-        if node not in self._nodes:
-            self._nodes.append(node)
-            self.filter.addItem(self.ctx.name_of(node), node)
+        if node in self._nodes:
+            return
+        self._nodes.append(node)
+        instance = self.ctx.instance_of(node)
+        if instance is not None and INSTANCE + instance not in self._nodes:
+            self._nodes.append(INSTANCE + instance)
+            self.filter.addItem(f"Instance {self.ctx.name_of(instance)}: everything inside",
+                                INSTANCE + instance)
+        self.filter.addItem(self.ctx.name_of(node), node)
 
     # -- interaction --------------------------------------------------------
     def entries(self) -> list[DebugEntry]:
@@ -195,7 +217,7 @@ class DebugTab(QWidget):
         wanted = self.filter.currentData()
         for i in range(self.list.topLevelItemCount()):
             item = self.list.topLevelItem(i)
-            item.setHidden(bool(wanted) and item.data(0, ENTRY_ROLE).node != wanted)
+            item.setHidden(not shows(wanted, item.data(0, ENTRY_ROLE).node))
         self._update_count()
 
     def _current_changed(self, item: QTreeWidgetItem | None, _prev: object = None) -> None:

@@ -1,7 +1,12 @@
 """Timeline: the run as a Gantt chart. One row per node in the order it first
 did something; bars where it was busy, LLM turns on agent rows, tool calls
 on the tool node's row (coloured by outcome), ticks for debug output and
-errors. Painted with QPainter: a run of thousands of calls stays cheap."""
+errors. Painted with QPainter: a run of thousands of calls stays cheap.
+
+A run of a flow with subflow instances groups the rows of the nodes inside
+an instance under a row of the instance (its name, bold, and a bar from
+the first to the last moment anything inside it was busy); the inner rows
+follow it, indented, named without the instance's name."""
 
 from __future__ import annotations
 
@@ -23,6 +28,35 @@ HEADER = 28
 ROW = 28
 BAR = 14
 RIGHT = 24
+#: The key of an instance's group row in the list of rows.
+INSTANCE = "instance:"
+INDENT = 14
+
+
+def grouped_rows(rows: list[str], instance_of) -> list[str]:
+    """``rows`` (node ids in the order they first did something) with the
+    nodes inside each subflow instance (``instance_of(id)``: its top-level
+    instance, or None) moved under a group row of that instance, placed
+    where the first of them was."""
+    groups: dict[str, list[str]] = {}
+    order: list[str] = []
+    for r in rows:
+        inst = instance_of(r)
+        if inst is None:
+            order.append(r)
+            continue
+        if inst not in groups:
+            groups[inst] = []
+            order.append(INSTANCE + inst)
+        groups[inst].append(r)
+    if not groups:
+        return rows
+    out: list[str] = []
+    for r in order:
+        out.append(r)
+        if r.startswith(INSTANCE):
+            out += groups[r[len(INSTANCE):]]
+    return out
 
 
 @dataclass
@@ -56,10 +90,18 @@ class TimelineCanvas(QWidget):
         self.setMinimumHeight(HEADER + ROW * 3)
 
     def sizeHint(self) -> QSize:
-        return QSize(900, HEADER + ROW * max(3, len(self.ctx.model.timeline_rows())) + 8)
+        return QSize(900, HEADER + ROW * max(3, len(self.rows())) + 8)
+
+    def rows(self) -> list[str]:
+        """The rows shown: node ids, and a group row (INSTANCE + id) above
+        the nodes inside each subflow instance."""
+        rows = self.ctx.model.timeline_rows()
+        if self.ctx.run_map is None:
+            return rows
+        return grouped_rows(rows, self.ctx.instance_of)
 
     def refresh(self) -> None:
-        rows = self.ctx.model.timeline_rows()
+        rows = self.rows()
         height = HEADER + ROW * max(3, len(rows)) + 8
         if self.minimumHeight() != height:
             self.setMinimumHeight(height)
@@ -88,19 +130,37 @@ class TimelineCanvas(QWidget):
         alt = pal.color(QPalette.ColorRole.AlternateBase)
         p.fillRect(self.rect(), base)
         self._hits = []
-        rows = model.timeline_rows()
+        rows = self.rows()
         self._rows = rows
         fm = QFontMetrics(self.font())
+        bold = self.font()
+        bold.setBold(True)
+        grouped = [r[len(INSTANCE):] for r in rows if r.startswith(INSTANCE)]
 
         # rows and labels
         for i, node in enumerate(rows):
             top = HEADER + i * ROW
             if i % 2:
                 p.fillRect(QRectF(0, top, self.width(), ROW), alt)
+            if node.startswith(INSTANCE):
+                p.setFont(bold)
+                p.setPen(text)
+                label = QFontMetrics(bold).elidedText(
+                    "▾ " + self.ctx.name_of(node[len(INSTANCE):]), Qt.TextElideMode.ElideRight,
+                    GUTTER - 20)
+                p.drawText(QRectF(8, top, GUTTER - 12, ROW),
+                           Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, label)
+                p.setFont(self.font())
+                continue
             # A node edited since the run: its row is history, drawn faint.
             p.setPen(faint if self.ctx.stale_reason(node) else text)
-            label = fm.elidedText(self.ctx.name_of(node), Qt.TextElideMode.ElideRight, GUTTER - 20)
-            p.drawText(QRectF(12, top, GUTTER - 16, ROW),
+            name = self.ctx.name_of(node)
+            inset = 12
+            if grouped and self.ctx.instance_of(node) is not None:
+                inset += INDENT  # under its instance's row, named without it
+                name = name.split(" › ", 1)[-1]
+            label = fm.elidedText(name, Qt.TextElideMode.ElideRight, GUTTER - 8 - inset)
+            p.drawText(QRectF(inset, top, GUTTER - 4 - inset, ROW),
                        Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, label)
 
         # time axis
@@ -145,6 +205,15 @@ class TimelineCanvas(QWidget):
 
         node_tint = color("node")
         node_tint.setAlpha(110)
+        group_tint = color("node")
+        group_tint.setAlpha(55)
+        for inst in grouped:
+            spans = [sp for n, sps in model.node_spans.items()
+                     if self.ctx.instance_of(n) == inst for sp in sps]
+            if spans:
+                t0, t1 = min(a for a, _ in spans), max(b for _, b in spans)
+                bar(INSTANCE + inst, t0, t1, group_tint,
+                    f"{self.ctx.name_of(inst)}: busy inside {fmt_seconds(t0)} – {fmt_seconds(t1)}")
         for node, spans in model.node_spans.items():
             counts = model.node_stats.get(node, {})
             for t0, t1 in spans:
@@ -222,7 +291,8 @@ class TimelineCanvas(QWidget):
     def mousePressEvent(self, event: QMouseEvent) -> None:
         row = int((event.position().y() - HEADER) // ROW)
         if event.position().y() >= HEADER and 0 <= row < len(self._rows):
-            self.node_selected.emit(self._rows[row])
+            node = self._rows[row]
+            self.node_selected.emit(node[len(INSTANCE):] if node.startswith(INSTANCE) else node)
 
 
 class Timeline(QScrollArea):
