@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -455,16 +457,21 @@ async def test_a_background_call_answers_at_once_and_its_result_comes_later():
     assert results[-1].data == {"result": "A x5 at south"}
 
 
-async def test_progress_of_a_node_inside_is_the_calls_progress():
+async def test_progress_of_a_node_inside_is_the_calls_progress(monkeypatch):
+    from runtime.tools import CallStatus
+
     d = {"name": "crawl", "description": "Crawl", "params": [],
          "nodes": [IN(), {"id": "c", "type": "test.sf_progress"}, OUT()],
          "wires": [W("i", "c"), W("c", "o")]}
     f = agent_flow([calls(("crawl", {})), {"text": "done"}], {"id": "crawl", "type": "subflow:crawl"},
                    [d])
+    ticks = iter(range(0, 10_000, 1))  # each progress a second after the last: none throttled
+    monkeypatch.setattr(CallStatus, "clock", staticmethod(lambda: float(next(ticks))))
     r = await run(f)
-    progress = [e for e in r.of("tool.status") if e.phase == "progress"]
-    assert progress and all(e.node == "crawl" for e in progress)
-    assert progress[0].text == "Crawler"  # the node inside that started working
+    progress = [(e.node, e.progress, e.text) for e in r.of("tool.status")
+                if e.phase == "progress"]
+    # The node inside that started working, then what it said of itself.
+    assert progress == [("crawl", None, "Crawler"), ("crawl", 0.5, "Crawler: page 2 of 4")]
     assert r.tool_calls()[0]["data"] == {"result": "crawled"}
 
 
@@ -530,3 +537,92 @@ async def test_without_a_subscriber_the_call_runs_the_same():
     result = await engine.run(timeout=30)
     assert result.status == "ok"
     assert got[0]["tool_calls"][0]["data"] == {"result": "A x1 at south"}
+
+
+# -- the issue's "done when": a library subflow, two instances, a real OpenAI wire -------------
+
+def library_flow(tmp_path: Path) -> Path:
+    """A library subflow check_stock 1.0.0 (core nodes only: a template
+    reading its three params) and a flow with two instances of it: one on
+    the RPA path (every param the designer's), one an agent's tool (sku
+    and qty from the AI, warehouse the designer's)."""
+    from runtime.flow.model import SubflowDef, SubflowPin
+    from runtime.flow.subflows import save_to_library
+
+    defn = SubflowDef.model_validate({
+        "format": "switchboard.subflow/1", "version": "1.0.0", **stock_def(),
+        "nodes": [IN(), {"id": "t", "type": "core.template", "params": {"template": {
+            "scope": "expression",
+            "value": "{{ subflow.sku }} x{{ subflow.qty }} from {{ subflow.warehouse }}"}}},
+            OUT()],
+        "wires": [W("i", "t"), W("t", "o")]})
+    save_to_library(defn, tmp_path / "subflows")
+    pin = SubflowPin(version="1.0.0", hash=defn.content_hash()).model_dump(mode="json")
+    flow = {"format": "switchboard.flow/1", "name": "orders", "nodes": [
+        {"id": "order", "type": "core.inject", "params": {"payload": P("order 7")}},
+        {"id": "plain", "type": "subflow:check_stock", "subflow": pin, "params": {
+            "sku": P("P-9"), "qty": P(3), "warehouse": P("east")}},
+        {"id": "plain_out", "type": "core.debug"},
+        {"id": "ask", "type": "core.inject", "params": {"payload": P("Is A-1 in stock?")}},
+        {"id": "agent", "type": "ai.agent", "params": {}},
+        {"id": "show", "type": "core.debug", "params": {"path": P("msg")}},
+        {**tool_instance(), "subflow": pin}],
+        "wires": [W("order", "plain:order"), W("plain:result", "plain_out"), W("ask", "agent"),
+                  W("agent", "show"), W("agent:tools", "stock:order")]}
+    path = tmp_path / "orders.flow.json"
+    path.write_text(json.dumps(flow, indent=2))
+    return path
+
+
+async def test_done_when_two_library_instances_one_a_tool_over_a_real_openai_wire(tmp_path,
+                                                                                   monkeypatch):
+    from runtime.flow import load_flow
+    from tests.servers.llm import LlmServer, openai_reply
+
+    path = library_flow(tmp_path)
+    monkeypatch.setenv("TEST_OPENAI_KEY", "sk-test-subflow-tool")
+    with LlmServer() as llm:
+        data = json.loads(path.read_text())
+        data["nodes"][4]["params"] = {
+            "provider": P("openai"), "model": P("gpt-test"), "base_url": P(llm.openai_url),
+            "api_key_env": P("TEST_OPENAI_KEY"), "instructions": P("You check stock.")}
+        path.write_text(json.dumps(data))
+        llm.replies = [
+            openai_reply(tool_calls=[("check_stock", {"sku": "A-1", "qty": 2})]),
+            openai_reply(tool_calls=[("check_stock", {"sku": "A-1", "warehouse": "evil"})]),
+            openai_reply("A-1 is in stock."),
+        ]
+        r = await run(load_flow(str(path)), file=str(path))
+        posts = [q["body"] for q in llm.requests if q["kind"] == "openai"]
+    assert r.result.status == "ok", r.of("node.error")
+    # The plain instance ran with the designer's values.
+    assert [e.value for e in r.of("debug") if e.node == "plain_out"] == ["P-9 x3 from east"]
+    # The schema on the wire: exactly the two AI params.
+    [tool] = posts[0]["tools"]
+    assert tool["function"]["name"] == "check_stock"
+    assert tool["function"]["description"] == "Check whether a product is in stock"
+    assert set(tool["function"]["parameters"]["properties"]) == {"sku", "qty"}
+    assert tool["function"]["parameters"]["additionalProperties"] is False
+    # What the LLM got back: the template's text, from the designer's warehouse.
+    answer = [m for m in posts[1]["messages"] if m["role"] == "tool"][-1]
+    assert json.loads(answer["content"]) == {"result": "A-1 x2 from south"}
+    # The Custom param sent by the LLM: refused, and no node inside ran again.
+    refused = [m for m in posts[2]["messages"] if m["role"] == "tool"][-1]
+    assert json.loads(refused["content"])["error"].startswith(
+        "refused: unknown argument 'warehouse' (check_stock accepts: sku, qty)")
+    assert r.engine.nodes["stock.t"].count_in == 1
+    assert r.engine.nodes["plain.t"].count_in == 1
+
+
+def test_switchboard_tools_prints_the_subflow_tools_schema(tmp_path):
+    path = library_flow(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "runtime.cli", "tools", str(path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    specs = json.loads(proc.stdout)
+    [fn] = specs["agent"]
+    assert fn["function"]["name"] == "check_stock"
+    assert fn["function"]["parameters"]["properties"] == {
+        "sku": {"type": "string", "description": "The product's SKU"},
+        "qty": {"type": "integer", "description": "How many"}}
+    assert fn["function"]["parameters"]["required"] == ["sku"]
