@@ -6,6 +6,11 @@ holds a newer version: the palette's Subflows category, the stacked cards
 with their ports and "available" badges, and Properties with Update and
 Update all.
 
+And for "Running and inspecting": a finished run of
+resources/examples/order-subflows.flow.json (docs/img/subflows-run.png):
+the instances' badges and the wires' counts on the canvas, the Timeline
+with the nodes inside each instance grouped under it.
+
 Run from the repository root: .venv/bin/python docs/subflows_screenshots.py"""
 # ruff: noqa: E402 - a linear script, read top to bottom
 import os
@@ -129,4 +134,31 @@ w.grab().save("docs/img/subflows-instances.png")
 print("subflows-instances")
 w.document.undo_stack.setClean()
 w.close()
+settle()
+
+# -- a finished run, the inspector grouped by instance ------------------------------------
+from designer.control.run_controller import qt_event_loop
+from designer.panels.inspector.inspector import TAB_NAMES
+
+qt_event_loop()
+run = MainWindow(FlowDocument.open(Path("resources/examples/order-subflows.flow.json")),
+                 restore_layout=False)
+run.set_theme("light")
+run.resize(1440, 900)
+run.show()
+settle()
+run.run_action.trigger()
+while run.run_session.controller.is_running:
+    app.processEvents()
+settle()
+inspector = run.run_session.inspector
+inspector.tabs.setCurrentIndex(TAB_NAMES.index("Timeline"))
+settle()
+run.view.fit_all()
+run.select_node("ship_express")
+settle()
+run.grab().save("docs/img/subflows-run.png")
+print("subflows-run")
+run.document.undo_stack.setClean()
+run.close()
 settle()

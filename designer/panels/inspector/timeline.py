@@ -100,6 +100,16 @@ class TimelineCanvas(QWidget):
             return rows
         return grouped_rows(rows, self.ctx.instance_of)
 
+    def _group_name(self, instance: str) -> str:
+        """An instance's group row: its name and its subflow's ("Express ·
+        Shipping"), since a node beside it may share the name."""
+        name = self.ctx.name_of(instance)
+        run_map = self.ctx.run_map
+        inst = run_map.expansion.instances.get(instance) if run_map is not None else None
+        if inst is None:
+            return name
+        return f"{name} · {inst.definition.label or inst.definition.name}"
+
     def refresh(self) -> None:
         rows = self.rows()
         height = HEADER + ROW * max(3, len(rows)) + 8
@@ -146,7 +156,7 @@ class TimelineCanvas(QWidget):
                 p.setFont(bold)
                 p.setPen(text)
                 label = QFontMetrics(bold).elidedText(
-                    "▾ " + self.ctx.name_of(node[len(INSTANCE):]), Qt.TextElideMode.ElideRight,
+                    "▾ " + self._group_name(node[len(INSTANCE):]), Qt.TextElideMode.ElideRight,
                     GUTTER - 20)
                 p.drawText(QRectF(8, top, GUTTER - 12, ROW),
                            Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, label)
