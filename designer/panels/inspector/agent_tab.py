@@ -44,9 +44,10 @@ from .common import (
     mono_font,
     preview,
     rerun_call_menu,
+    step_text,
     tree_with_detail,
 )
-from .model import Conversation, RunModel, ToolCallRecord, Turn
+from .model import Conversation, RunModel, StepRecord, ToolCallRecord, Turn
 
 if TYPE_CHECKING:
     from .context import InspectorContext
@@ -442,8 +443,30 @@ class AgentTree(QWidget):
         item.setData(0, KEY_ROLE, key)
         item.setData(0, DATA_ROLE, call)
         items[key] = item
+        for step in call.steps.values():  # a subflow tool's call: the nodes inside
+            self._add_step(item, call, step, items)
         for turn in node.turns:
             self._add_turn(item, turn, items, nested=True)
+
+    def _add_step(self, parent: QTreeWidgetItem, call: ToolCallRecord, step: StepRecord,
+                  items: dict[str, QTreeWidgetItem]) -> None:
+        row = QTreeWidgetItem(parent)
+        key = f"step:{call.caller_id}:{step.node}"
+        row.setText(0, f"↳ {step.name}")
+        row.setToolTip(0, f"node inside the subflow: {step.node}")
+        row.setText(1, step.node)
+        row.setFont(1, self._mono)
+        row.setForeground(1, QBrush(color("muted")))
+        text = step_text(step)
+        row.setText(3, text)
+        row.setToolTip(3, text)
+        tint = {"error": "error", "running": "running", "cancelled": "cancelled"}.get(
+            step.status, "success")
+        row.setForeground(3, QBrush(color(tint)))
+        row.setText(4, fmt_duration(step.ms) if step.runs else "…")
+        row.setData(0, KEY_ROLE, key)
+        row.setData(0, DATA_ROLE, step)
+        items[key] = row
 
     def _current_changed(self, item: QTreeWidgetItem | None, _prev: object = None) -> None:
         data = item.data(0, DATA_ROLE) if item is not None else None
@@ -460,6 +483,11 @@ class AgentTree(QWidget):
             if data.decision is not None:
                 roots.append(("decision", data.decision))
             self.detail.set_roots(roots)
+        elif isinstance(data, StepRecord):
+            self.detail_title.setText(f"{data.name}  ·  {step_text(data)}")
+            self.detail.set_roots([("node", {
+                "path": data.node, "name": data.name, "runs": data.runs, "failed": data.errors,
+                "ms": round(data.ms, 3), **({"error": data.text} if data.text else {})})])
         elif isinstance(data, TurnNode):
             turn = data.turn
             self.detail_title.setText(f"{self.ctx.name_of(data.conv.agent)} · turn "
@@ -480,6 +508,8 @@ class AgentTree(QWidget):
             self.node_selected.emit(data.node or data.agent)
         elif isinstance(data, TurnNode):
             self.node_selected.emit(data.conv.agent)
+        elif isinstance(data, StepRecord):
+            self.node_selected.emit(data.node)
 
     def menu_for(self, caller_id: str) -> QMenu | None:
         """The context menu of one call's row (None: not shown)."""
@@ -518,7 +548,8 @@ def _signature(nodes: list[TurnNode]) -> tuple:
             call = c.call
             out.append((call.caller_id, call.status, call.t1, bool(call.approval),
                         json.dumps(call.decision, default=str, sort_keys=True)
-                        if call.decision else "", _signature(c.turns)))
+                        if call.decision else "", _signature(c.turns),
+                        tuple((st.node, st.status, st.runs) for st in call.steps.values())))
     return tuple(out)
 
 

@@ -100,6 +100,20 @@ def to_json_text(value: Any) -> str:
         return repr(value)
 
 
+def step_text(step: Any) -> str:
+    """A node inside a subflow tool call, as the Tools and Agent tabs say
+    it (a model.StepRecord): "✓ ran", "✓ ran 3×", "✕ failed: <why>",
+    "… running", "■ cancelled"."""
+    if step.status == "running":
+        return "… running"
+    if step.status == "cancelled":
+        return "■ cancelled"
+    if step.status == "error":
+        return f"✕ failed: {step.text}" if step.text else "✕ failed"
+    ran = "✓ ran" + (f" {step.runs}×" if step.runs > 1 else "")
+    return ran + (f" ({step.errors} failed)" if step.errors else "")
+
+
 def fmt_duration(ms: float | None) -> str:
     if ms is None:
         return "—"

@@ -32,6 +32,21 @@ class DebugEntry:
 
 
 @dataclass
+class StepRecord:
+    """A node inside a subflow that runs as a tool, as one call ran it
+    (``tool.step`` events): how often it ran, how long, and how it last
+    ended."""
+
+    node: str  # the inner node's path (stock.lookup)
+    name: str
+    status: str = "running"  # running | done | error | cancelled
+    runs: int = 0
+    errors: int = 0
+    ms: float = 0.0
+    text: str = ""  # the last error
+
+
+@dataclass
 class ToolCallRecord:
     caller_id: str
     agent: str
@@ -56,6 +71,9 @@ class ToolCallRecord:
     #: The arguments as a person left them at a breakpoint (debug.resumed),
     #: when they edited them; None otherwise.
     edited_args: Any = None
+    #: A subflow tool's call: each node inside that ran for it, by path,
+    #: in the order they first ran (tool.step events).
+    steps: dict[str, StepRecord] = field(default_factory=dict)
 
     @property
     def ran_args(self) -> Any:
@@ -214,6 +232,9 @@ class RunModel:
         self.error_count = e.errors
         self.end_t = max(self.end_t, e.duration_ms / 1000)
         for call in self.tool_calls.values():
+            for step in call.steps.values():
+                if step.status == "running":
+                    step.status = "cancelled"
             if call.status == "running":
                 call.status = "cancelled"
             if call.live:
@@ -323,6 +344,25 @@ class RunModel:
         if e.phase == "progress":
             call.progress, call.progress_text = e.progress, e.text
         return AGENTS
+
+    def _on_tool_step(self, e: Any) -> str:
+        call = self.tool_calls.get(e.caller_id)
+        if call is None:
+            return ""
+        step = call.steps.get(e.node)
+        if step is None:
+            step = call.steps[e.node] = StepRecord(node=e.node, name=e.name or e.node)
+        if e.status == "running":
+            step.status = "running"
+        else:
+            step.runs += 1
+            step.ms += e.ms
+            step.status = e.status
+            if e.status == "error":
+                step.errors += 1
+                step.text = e.text
+        self._seen(e.node, self._t(e))
+        return TOOLS
 
     def _on_tool_approval(self, e: Any) -> str:
         call = self.tool_calls.get(e.caller_id)

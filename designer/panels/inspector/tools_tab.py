@@ -25,15 +25,17 @@ from .common import (
     mono_font,
     preview,
     rerun_call_menu,
+    step_text,
     tree_with_detail,
 )
-from .model import ToolCallRecord
+from .model import StepRecord, ToolCallRecord
 
 if TYPE_CHECKING:
     from .context import InspectorContext
 
 CALL_ROLE = Qt.ItemDataRole.UserRole + 20
 AGENT_ROLE = Qt.ItemDataRole.UserRole + 21
+STEP_ROLE = Qt.ItemDataRole.UserRole + 22
 COLUMNS = ["Tool", "Arguments from the LLM", "Result", "Duration", "Caller id"]
 
 STATUS_TEXT = {"success": "✓ success", "error": "✕ error", "refused": "⊘ refused",
@@ -69,6 +71,9 @@ class ToolsTab(QWidget):
         self.ctx = ctx
         self._call_items: dict[str, QTreeWidgetItem] = {}
         self._agent_items: dict[str, QTreeWidgetItem] = {}
+        #: (caller id, inner node path) -> the row of a node inside a
+        #: subflow tool's call.
+        self._step_items: dict[tuple[str, str], QTreeWidgetItem] = {}
         #: Caller id -> the latest tool.status text of a call still going.
         self._live: dict[str, str] = {}
         self._mono = mono_font()
@@ -97,6 +102,7 @@ class ToolsTab(QWidget):
         self.detail_title.clear()
         self._call_items.clear()
         self._agent_items.clear()
+        self._step_items.clear()
         self._live.clear()
         self.stack.setCurrentIndex(0)
 
@@ -124,12 +130,14 @@ class ToolsTab(QWidget):
         for call in self.ctx.model.tool_calls.values():
             item = self._call_items.get(call.caller_id)
             if item is None:
-                item = QTreeWidgetItem(self._agent_item(call.agent))
+                item = QTreeWidgetItem(self._holder(call))
                 item.setData(0, CALL_ROLE, call)
                 self._call_items[call.caller_id] = item
                 item.setFont(1, self._mono)
                 item.setFont(4, self._mono)
             self._fill(item, call)
+            if call.steps:
+                self._fill_steps(item, call)
         for agent, item in self._agent_items.items():
             calls = [c for c in self.ctx.model.tool_calls.values() if c.agent == agent]
             failed = sum(1 for c in calls if c.status in ("error", "refused"))
@@ -153,6 +161,41 @@ class ToolsTab(QWidget):
             grey_rows(item, 1, bool(note))
             item.setText(0, self.ctx.name_of(agent))
             item.setToolTip(0, note or agent)
+
+    def _holder(self, call: ToolCallRecord) -> QTreeWidgetItem:
+        """Where a call's row goes: under the subflow tool call it was made
+        inside (an agent in the subflow made it), else under its agent."""
+        outer = self.ctx.model.tool_calls.get(call.parent) if call.parent else None
+        if outer is not None and outer.steps and outer.caller_id in self._call_items:
+            holder = self._call_items[outer.caller_id]
+            holder.setExpanded(True)
+            return holder
+        return self._agent_item(call.agent)
+
+    def _fill_steps(self, item: QTreeWidgetItem, call: ToolCallRecord) -> None:
+        """A row per node inside a subflow tool's call, under the call."""
+        for step in call.steps.values():
+            key = (call.caller_id, step.node)
+            row = self._step_items.get(key)
+            if row is None:
+                row = self._step_items[key] = QTreeWidgetItem(item)
+                row.setData(0, STEP_ROLE, step)
+                row.setFont(1, self._mono)
+                row.setForeground(1, QBrush(color("muted")))
+                item.setExpanded(True)
+            row.setText(0, f"↳ {step.name}")
+            row.setToolTip(0, f"node inside the subflow: {step.node}")
+            row.setText(1, step.node)
+            text = step_text(step)
+            row.setText(2, text)
+            row.setToolTip(2, text)
+            tint = {"error": "error", "running": "running", "cancelled": "cancelled"}.get(
+                step.status)
+            if tint:
+                row.setForeground(2, QBrush(color(tint)))
+            else:
+                row.setData(2, Qt.ItemDataRole.ForegroundRole, None)
+            row.setText(3, fmt_duration(step.ms) if step.runs else "…")
 
     def _agent_item(self, agent: str) -> QTreeWidgetItem:
         item = self._agent_items.get(agent)
@@ -193,6 +236,14 @@ class ToolsTab(QWidget):
             self._fill(item, call)  # the result's colour again
 
     def _current_changed(self, item: QTreeWidgetItem | None, _prev: object = None) -> None:
+        step: StepRecord | None = item.data(0, STEP_ROLE) if item is not None else None
+        if step is not None:
+            self.detail_title.setText(f"{step.name}  ·  {step_text(step)}")
+            self.detail.set_roots([("node", {
+                "path": step.node, "name": step.name, "runs": step.runs,
+                "failed": step.errors, "ms": round(step.ms, 3),
+                **({"error": step.text} if step.text else {})})])
+            return
         call: ToolCallRecord | None = item.data(0, CALL_ROLE) if item is not None else None
         if call is None:
             return
@@ -211,6 +262,8 @@ class ToolsTab(QWidget):
         call: ToolCallRecord | None = item.data(0, CALL_ROLE)
         if call is not None:
             self.node_selected.emit(call.node or call.agent)
+        elif item.data(0, STEP_ROLE) is not None:
+            self.node_selected.emit(item.data(0, STEP_ROLE).node)
         elif item.data(0, AGENT_ROLE):
             self.node_selected.emit(item.data(0, AGENT_ROLE))
 
@@ -232,4 +285,16 @@ class ToolsTab(QWidget):
 
     def calls_shown(self) -> list[ToolCallRecord]:
         return [item.data(0, CALL_ROLE) for item in self._call_items.values()]
+
+    def rows(self) -> list[tuple[int, list[str]]]:
+        """(depth, texts of the columns) of every row, top to bottom."""
+        out: list[tuple[int, list[str]]] = []
+
+        def walk(item: QTreeWidgetItem, depth: int) -> None:
+            out.append((depth, [item.text(c) for c in range(len(COLUMNS))]))
+            for i in range(item.childCount()):
+                walk(item.child(i), depth + 1)
+        for i in range(self.tree.topLevelItemCount()):
+            walk(self.tree.topLevelItem(i), 0)
+        return out
 
