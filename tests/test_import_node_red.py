@@ -235,9 +235,9 @@ def test_subflow_env_link_junction_group_comment(node_red, tmp_path):
     assert ch.type == "core.python" and "REVIEW" not in ch.notes
     assert ch.params["input"].to_json() == {
         "scope": "expression", "value": '{{ {"GREETING": subflow.GREETING, "TIMES": subflow.TIMES} }}'}
-    # {{env.PUNCT}}: the param's value, written into the Template node's text.
+    # {{env.PUNCT}}: the param, read by the Template node's text itself.
     tpl = inner["sft1"].params["template"]
-    assert tpl.scope == "expression" and "subflow.PUNCT | e" in tpl.value
+    assert tpl.scope == "custom" and "{{ subflow.PUNCT | e }}" in tpl.value
     # The instance: a node of the definition's type, its env values the params.
     inst = _node(report, "inst1")
     assert inst.type == "subflow:Greeter" and inst.name == "French"
@@ -283,9 +283,7 @@ def test_nested_subflows_cross_tab_links_split_join(node_red, tmp_path):
     assert n5.type == "subflow:Inner"
     assert n5.params["LABEL"].to_json() == {"scope": "subflow", "param": "SUFFIX"}
     (tpl,) = [n for n in defs["Inner"].nodes if n.id == "tpl5"]
-    assert tpl.params["template"].value == (
-        "{% raw %}{{ payload | e }}-{% endraw %}{{ '{% raw %}' ~ (subflow.LABEL | e) ~ "
-        "'{% endraw %}' }}")
+    assert tpl.params["template"].value == "{{ payload | e }}-{{ subflow.LABEL | e }}"
     assert _params(_node(report, "o5")) == {"SUFFIX": "b"}
     assert _node(report, "dbg6").disabled
     wires = {(w.source[0], w.target[0]) for w in report.flow.wires}

@@ -3,28 +3,25 @@ Template node that uses it."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from .node_red_base import Env, Mapped, c, x
+from .node_red_base import Env, Mapped, c
 
 _MUSTACHE = re.compile(r"\{\{\{\s*([^}]*?)\s*\}\}\}|\{\{\s*([&#^/!>=]?)\s*([^}]*?)\s*\}\}")
 _NAME = re.compile(r"^[A-Za-z_$][\w$]*(\.[\w$]+)*$")
 
 
 def mustache_to_jinja(text: str, env: Env, out: Mapped, *, msg: str = "",
-                      html: bool = True, two_pass: bool = False) -> str:
+                      html: bool = True) -> str:
     """Mustache variables to Jinja2; literal text that Jinja2 would read is
     kept raw. Sections, partials and comments are not mapped: the whole
     template is kept as text and marked review. ``msg``: what a message's
     name is written after (``msg.`` in an expression); ``html``: whether
     ``{{x}}`` escapes HTML as mustache does. ``{{env.NAME}}`` of one of the
     subflow's env properties reads its param: ``{{ subflow.NAME }}``
-    (``out.reads_subflow``); with ``two_pass`` (a Template node's text, which
-    does not see ``subflow``) the result is then an expression that writes
-    the Template node's text with the params' values in it
-    (``subflow_text``)."""
+    (``out.reads_subflow``), in a Template node's text as in a ``{{ }}``
+    param."""
     parts: list[Any] = []
     pos = 0
     for hit in _MUSTACHE.finditer(text):
@@ -57,34 +54,7 @@ def mustache_to_jinja(text: str, env: Env, out: Mapped, *, msg: str = "",
         at = "" if root in ("flow", "global") and msg else msg  # their own roots
         parts.append("{{ " + at + name + (" | e" if escape else "") + " }}")
     parts.append(_literal(text[pos:]))
-    if two_pass and out.reads_subflow:
-        return subflow_text(parts)
     return "".join(p if isinstance(p, str) else "{{ " + p[0] + " }}" for p in parts)
-
-
-def subflow_text(parts: list[Any]) -> str:
-    """The expression that writes a Template node's text: its own parts
-    (str) as they are, and each subflow param (a 1-tuple: the expression
-    reading it) as its value, inside {% raw %} so that the Template node
-    writes the value as it is. Only the params go through a template twice,
-    never the message's values."""
-    out, run = [], []
-
-    def flush() -> None:
-        chunk = "".join(run)
-        run.clear()
-        if chunk:
-            out.append("{% raw %}" + chunk + "{% endraw %}" if "endraw" not in chunk
-                       else "{{ " + json.dumps(chunk) + " }}")
-
-    for p in parts:
-        if isinstance(p, str):
-            run.append(p)
-        else:
-            flush()
-            out.append("{{ '{% raw %}' ~ (" + p[0] + ") ~ '{% endraw %}' }}")
-    flush()
-    return "".join(out)
 
 
 def _literal(text: str) -> str:
@@ -103,11 +73,7 @@ def _template(n: dict, env: Env) -> Mapped:
     out = Mapped("core.template")
     text = str(n.get("template") or "")
     if n.get("syntax", "mustache") == "mustache":
-        jinja = mustache_to_jinja(text, env, out, two_pass=True)
-        out.params["template"] = x(jinja) if out.reads_subflow else c(jinja)
-        if out.reads_subflow:
-            out.notes.append("The template reads the subflow's params: it is an expression "
-                             "({{ }}) writing the Template node's text with their values in it")
+        out.params["template"] = c(mustache_to_jinja(text, env, out))
     else:
         out.params["template"] = c(_literal(text))
     if n.get("fieldType", "msg") != "msg":
