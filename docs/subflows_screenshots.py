@@ -162,3 +162,78 @@ print("subflows-run")
 run.document.undo_stack.setClean()
 run.close()
 settle()
+
+# -- a subflow as an agent's tool: the Tools tab ------------------------------------------
+# (docs/img/subflows-tool.png, "A subflow as an agent's tool"): the assistant calls the
+# subflow check_stock once; inside, a Change looks the SKU up and a Stock clerk agent
+# thinks (its own tool) and answers. The Tools tab shows the call with the nodes that ran
+# inside it and the clerk's call nested under it.
+clerk_script = [
+    {"tool_calls": [{"name": "think", "arguments": {
+        "thought": "14 on hand in north, 3 wanted: enough, no reservation needed."}}]},
+    {"text": "A-2002: 14 in stock at north, 3 can ship today."}]
+tool_flow = parse_flow({
+    "format": "switchboard.flow/1", "name": "Stock questions",
+    "subflows": [{
+        "name": "check_stock", "label": "Check stock",
+        "description": "Ask the warehouse whether a SKU is in stock",
+        "params": PARAMS,
+        "nodes": [
+            {"id": "order", "type": "subflow.in", "position": [0, 80],
+             "params": {"name": fixed("order")}},
+            {"id": "look", "type": "core.change", "name": "Look up stock", "position": [200, 80],
+             "params": {"rules": fixed([{"action": "set", "path": "on_hand", "value": 14}])}},
+            {"id": "clerk", "type": "ai.agent", "name": "Stock clerk", "position": [420, 80],
+             "params": {"provider": fixed("scripted"), "script": fixed(clerk_script),
+                        "prompt": {"scope": "expression",
+                                   "value": "{{ subflow.qty }} of {{ subflow.sku }}?"}}},
+            {"id": "think", "type": "ai.think", "name": "Think", "position": [420, 240]},
+            {"id": "answer", "type": "subflow.out", "position": [640, 80],
+             "params": {"name": fixed("answer")}}],
+        "wires": [{"from": ["order", "out"], "to": ["look", "in"]},
+                  {"from": ["look", "out"], "to": ["clerk", "in"]},
+                  {"from": ["clerk", "out"], "to": ["answer", "in"]},
+                  {"from": ["clerk", "tools"], "to": ["think", "in"]}]}],
+    "nodes": [
+        {"id": "question", "type": "core.inject", "name": "Customer asks", "position": [40, 60],
+         "params": {"payload": fixed("Can I get 3 of A-2002 by Friday?")}},
+        {"id": "agent", "type": "ai.agent", "name": "Assistant", "position": [300, 60],
+         "params": {"provider": fixed("scripted"),
+                    "instructions": fixed("Answer stock questions with check_stock."),
+                    "script": fixed([
+                        {"tool_calls": [{"name": "check_stock",
+                                         "arguments": {"sku": "A-2002", "qty": 3}}]},
+                        {"text": "Yes: 3 of A-2002 can ship today, well before Friday."}])}},
+        {"id": "reply", "type": "core.debug", "name": "Reply", "position": [560, 60]},
+        {"id": "stock_tool", "type": "subflow:check_stock", "name": "Stock lookup",
+         "position": [560, 220],
+         "params": {"sku": {"scope": "ai"}, "qty": {"scope": "ai"},
+                    "warehouse": fixed("north")}}],
+    "wires": [{"from": ["question", "out"], "to": ["agent", "in"]},
+              {"from": ["agent", "out"], "to": ["reply", "in"]},
+              {"from": ["agent", "tools"], "to": ["stock_tool", "order"]}]})
+tool_path = folder / "stock-questions.flow.json"
+tool_path.write_text(tool_flow.dumps())
+shot = MainWindow(FlowDocument.open(tool_path), restore_layout=False)
+shot.set_theme("light")
+shot.resize(1440, 900)
+shot.show()
+settle()
+shot.run_action.trigger()
+while shot.run_session.controller.is_running:
+    app.processEvents()
+settle()
+tools_tab = shot.run_session.inspector.tools
+shot.run_session.inspector.tabs.setCurrentIndex(TAB_NAMES.index("Tools"))
+tools_tab.refresh()
+settle()
+shot.view.fit_all()
+shot.select_node("stock_tool")
+first_step = next(iter(tools_tab._step_items.values()))
+tools_tab.tree.setCurrentItem(first_step.parent())
+settle()
+shot.grab().save("docs/img/subflows-tool.png")
+print("subflows-tool")
+shot.document.undo_stack.setClean()
+shot.close()
+settle()

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 CALL_ROLE = Qt.ItemDataRole.UserRole + 20
 AGENT_ROLE = Qt.ItemDataRole.UserRole + 21
 STEP_ROLE = Qt.ItemDataRole.UserRole + 22
+#: The Tool column's width once a subflow call's nodes are listed under it.
+STEP_TOOL_WIDTH = 180
 COLUMNS = ["Tool", "Arguments from the LLM", "Result", "Duration", "Caller id"]
 
 STATUS_TEXT = {"success": "✓ success", "error": "✕ error", "refused": "⊘ refused",
@@ -183,6 +185,9 @@ class ToolsTab(QWidget):
                 row.setFont(1, self._mono)
                 row.setForeground(1, QBrush(color("muted")))
                 item.setExpanded(True)
+                if self.tree.columnWidth(0) < STEP_TOOL_WIDTH:
+                    # Two levels in, a node's name needs more than a tool's.
+                    self.tree.setColumnWidth(0, STEP_TOOL_WIDTH)
             row.setText(0, f"↳ {step.name}")
             row.setToolTip(0, f"node inside the subflow: {step.node}")
             row.setText(1, step.node)
