@@ -626,3 +626,35 @@ def test_switchboard_tools_prints_the_subflow_tools_schema(tmp_path):
         "sku": {"type": "string", "description": "The product's SKU"},
         "qty": {"type": "integer", "description": "How many"}}
     assert fn["function"]["parameters"]["required"] == ["sku"]
+
+
+async def test_after_a_first_answer_the_rest_of_the_work_goes_on_and_its_error_fails_nothing():
+    """result first: the fast branch answers; the slow branch goes on and
+    fails later: a caught node.error, the call a success, the run ok."""
+    d = stock_def()
+    d["nodes"].append({"id": "fast", "type": "core.change", "params": {"rules": P([
+        {"action": "set", "path": "payload", "value": "fast"}])}})
+    d["wires"] = [W("i", "fast"), W("fast", "o"), W("i", "look"), W("look", "o")]
+    f = agent_flow([calls(("check_stock", {"sku": "broken", "qty": 3})), {"text": "done"}],
+                   tool_instance(), [d])
+    r = await run(f)
+    assert r.result.status == "ok" and r.result.errors == 0, r.result
+    assert r.tool_calls()[0] == {**r.tool_calls()[0], "status": "success",
+                                 "data": {"result": "fast"}}
+    assert Stock.runs == ["broken"]  # it ran on after the answer
+    [err] = [e for e in r.of("node.error") if e.node == "stock.look"]
+    assert err.caught and "no such product" in err.message
+
+
+async def test_an_ai_param_named_like_a_key_the_run_keeps_is_refused_before_any_node_runs():
+    d = stock_def()
+    d["params"] = [*STOCK_PARAMS, {"name": "_msgid", "type": "str", "ai_allowed": True,
+                                   "default": "x"}]
+    tool = tool_instance(_msgid=AI_)
+    f = agent_flow([calls(("check_stock", {"sku": "A", "_msgid": "forged"})), {"text": "done"}],
+                   tool, [d])
+    r = await run(f)
+    [call] = r.tool_calls()
+    assert call["status"] == "error"
+    assert "param '_msgid' has a name the run keeps for itself" in call["error"]
+    assert Stock.runs == []
