@@ -269,6 +269,15 @@ class FlowView(QGraphicsView):
             scene.clearSelection()
             event.accept()
             return
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) \
+                and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
+            # Enter does what a double-click does: opens a subflow
+            # instance's definition, or the properties of any other node.
+            ids = scene.selected_node_ids()
+            if len(ids) == 1:
+                scene.node_activated.emit(ids[0])
+                event.accept()
+                return
         text = event.text()
         mods = event.modifiers() & ~(Qt.KeyboardModifier.ShiftModifier
                                      | Qt.KeyboardModifier.KeypadModifier)

@@ -48,7 +48,10 @@ class FileActions:
     autosave, status bar and ``add_recent``/``display_name``."""
 
     def maybe_save(self) -> bool:
-        """True when it is fine to drop the current flow (saved or discarded)."""
+        """True when it is fine to drop the current flow (saved or discarded),
+        and the unsaved edits of library subflows open in tabs with it."""
+        if not self._library_edits_may_go():
+            return False
         if not self.document.modified:
             return True
         answer = QMessageBox.question(
@@ -58,6 +61,23 @@ class FileActions:
             | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Save)
         if answer == QMessageBox.StandardButton.Save:
             return self.save()
+        return answer == QMessageBox.StandardButton.Discard
+
+    def _library_edits_may_go(self) -> bool:
+        """Edits of library subflows (their tabs edit copies, saved with
+        Save to Library, not with the flow) are not lost without a word."""
+        tabs = getattr(self, "tabs", None)
+        dirty = [t for t in (tabs.all_tabs() if tabs is not None else ())
+                 if t.library is not None and not t.doc.undo_stack.isClean()]
+        if not dirty:
+            return True
+        names = ", ".join(f"“{t.name}”" for t in dirty)
+        answer = QMessageBox.question(
+            self, "Unsaved subflow edits",
+            f"The edits of the library subflow{'s' * (len(dirty) > 1)} {names} are not saved "
+            "to the library. Discard them?",
+            QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Cancel)
         return answer == QMessageBox.StandardButton.Discard
 
     def new_flow(self) -> None:
@@ -130,6 +150,9 @@ class FileActions:
             QMessageBox.warning(self, "Cannot save flow",
                                 f"“{path}” could not be written:\n\n{exc.strerror or exc}")
             return False
+        tabs = getattr(self, "tabs", None)
+        if tabs is not None:
+            tabs.mark_saved()  # the flow's own subflows were saved with it
         self.add_recent(path)
         self.statusBar().showMessage(f"Saved {path.name}", 4000)
         return True

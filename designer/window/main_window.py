@@ -34,6 +34,8 @@ from ..model.autosave import Autosave
 from ..model.document import FlowDocument
 from ..panels.palette import Palette
 from .files import FileActions
+from .subflow_actions import SubflowActions
+from .subflow_tabs import SubflowTabs
 
 log = logging.getLogger(__name__)
 
@@ -63,14 +65,22 @@ class MainWindow(FileActions, QMainWindow):
         self.scene = FlowScene(self.document, self, interactions=MouseInteractions())
         self.view = FlowView(self.scene, self)
         self.editor = CanvasEditor(self.scene, self.view, self)
-        self.setCentralWidget(self.view)
+        #: The canvas area: the flow's canvas, and a tab per subflow definition opened.
+        self.tabs = SubflowTabs(self)
+        self.setCentralWidget(self.tabs.widget)
+        #: Canvas shortcuts (view_only actions): on every tab's view.
+        self.view_actions: list[QAction] = []
         self.node_context_actions: list = []
+        #: The same for a node of a subflow definition's tab: each is called
+        #: with the tab's document and the node id (pins, run/pins.py).
+        self.definition_node_actions: list = []
         self._theme_mode = "system"
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(False)
 
         self._build_docks()
         self._build_actions()
+        self.subflow_actions = SubflowActions(self)
         self._build_menus()
         self._build_toolbar()
         self._build_status()
@@ -84,17 +94,8 @@ class MainWindow(FileActions, QMainWindow):
         d.flow_reset.connect(self._update_title)
         d.changed.connect(self._update_counts)
         d.problems_changed.connect(self._update_counts)
-        self.scene.selectionChanged.connect(self._on_selection)
-        self.scene.message.connect(self._show_message)
-        self.scene.node_context_menu.connect(self._node_menu)
-        self.scene.canvas_context_menu.connect(self._canvas_menu)
-        self.scene.node_activated.connect(self._edit_node)
-        self.view.node_dropped.connect(lambda t, pos: self.editor.add_node(t, pos))
-        self.view.file_dropped.connect(self.open_path)
-        self.view.quick_add_requested.connect(self.editor.open_quick_add)
-        self.scene.wire_dropped.connect(self.editor.open_wire_picker)
-        self.editor.type_over.connect(self._type_over)
-        self.view.zoom_changed.connect(self._update_zoom)
+        self.connect_canvas(self.scene, self.view, self.editor)
+        self.tabs.current_changed.connect(self._on_tab_changed)
         self.palette.add_requested.connect(self._add_from_palette)
 
         # Shortcuts work as soon as a dialog closes (see _dialog_closed).
@@ -112,6 +113,44 @@ class MainWindow(FileActions, QMainWindow):
         if not staged:
             self.complete_start()
 
+    def connect_canvas(self, scene: FlowScene, view: FlowView, editor: CanvasEditor) -> None:
+        """Wire one tab's canvas (the flow's, or a subflow definition's) to
+        the window: selection, messages, menus, activation, drops."""
+        doc = scene.doc
+        scene.selectionChanged.connect(lambda: self._on_canvas_selection(scene))
+        scene.message.connect(self._show_message)
+        scene.node_context_menu.connect(self._node_menu)
+        scene.canvas_context_menu.connect(self._canvas_menu)
+        scene.node_activated.connect(lambda node_id: self.activate_node(doc, node_id))
+        view.node_dropped.connect(lambda t, pos: editor.add_node(t, pos))
+        view.file_dropped.connect(self.open_path)
+        view.quick_add_requested.connect(editor.open_quick_add)
+        scene.wire_dropped.connect(editor.open_wire_picker)
+        editor.type_over.connect(self._type_over)
+        view.zoom_changed.connect(lambda z: self._on_canvas_zoom(view, z))
+        if doc is not self.document:
+            doc.changed.connect(self._update_counts)
+
+    def _on_canvas_selection(self, scene: FlowScene) -> None:
+        try:
+            if scene is self.tabs.scene():
+                self._on_selection()
+                self.subflow_actions.update_actions()
+        except RuntimeError:  # the window is going: its scenes went first
+            pass
+
+    def _on_canvas_zoom(self, view: FlowView, z: float) -> None:
+        try:
+            if view is self.tabs.view():
+                self._update_zoom(z)
+        except RuntimeError:
+            pass
+
+    def current_definition(self):
+        """The subflow definition the current tab edits (runtime SubflowDef),
+        or None on the flow's own tab."""
+        return self.tabs.current_definition()
+
     def complete_start(self) -> None:
         """The start's second phase: the properties panel, the inspector and
         the run integration (which imports the engine). Once; a no-op after."""
@@ -119,7 +158,9 @@ class MainWindow(FileActions, QMainWindow):
             return
         self._complete = True
         self.properties = self._make_properties()
-        self.properties_dock.setWidget(self.properties)
+        self.show_properties(self.properties)
+        if self.tabs.current() is not None:
+            self._on_tab_changed()
         self._install_run_integration()
         self.document.hold_validation(False)
         if self.scene.selected_node_ids():
@@ -160,13 +201,13 @@ class MainWindow(FileActions, QMainWindow):
         self.resizeDocks([self.palette_dock, self.properties_dock], [230, 320],
                          Qt.Orientation.Horizontal)
 
-    def _make_properties(self) -> QWidget:
+    def _make_properties(self, document: FlowDocument | None = None) -> QWidget:
         try:
             from ..panels.properties import PropertiesPanel
         except ImportError:
             return _PropertiesPlaceholder()
         try:
-            return PropertiesPanel(self.document, self)
+            return PropertiesPanel(document or self.document, self)
         except Exception:  # a broken panel must not take the window down
             log.exception("cannot build the properties panel")
             return _PropertiesPlaceholder()
@@ -187,9 +228,13 @@ class MainWindow(FileActions, QMainWindow):
         if slot is not None:
             action.triggered.connect(lambda checked=False: slot())
         if view_only:
-            # Canvas shortcuts must not fire while typing in a panel.
+            # Canvas shortcuts must not fire while typing in a panel; every
+            # tab's canvas has them (SubflowTabs adds them to a new one).
             action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
             self.view.addAction(action)
+            self.view_actions.append(action)
+            for tab in self.tabs.all_tabs():
+                tab.view.addAction(action)
         return action
 
     def _build_actions(self) -> None:
@@ -200,7 +245,8 @@ class MainWindow(FileActions, QMainWindow):
         self.save_action = a("&Save", self.save, K.Save, "save", "Save the flow")
         self.save_as_action = a("Save &As…", self.save_as, K.SaveAs, None, "Save under a new name")
         self.quit_action = a("&Quit", self.close, K.Quit)
-        stack = self.document.undo_stack
+        # Undo and redo follow the current tab's stack (the flow's, or a subflow's).
+        stack = self.tabs.undo_group
         self.undo_action = stack.createUndoAction(self, "&Undo")
         self.undo_action.setShortcuts([QKeySequence(K.Undo)])
         self.undo_action.setIcon(icons.icon("undo", theme.current().text, 18))
@@ -209,20 +255,23 @@ class MainWindow(FileActions, QMainWindow):
         self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
         self.redo_action.setIcon(icons.icon("redo", theme.current().text, 18))
         self.redo_action.setData("redo")
-        self.cut_action = a("Cu&t", self.editor.cut_selection, K.Cut, view_only=True)
-        self.copy_action = a("&Copy", self.editor.copy_selection, K.Copy, view_only=True)
-        self.paste_action = a("&Paste", self.editor.paste, K.Paste, view_only=True)
-        self.duplicate_action = a("D&uplicate", self.editor.duplicate_selection, "Ctrl+D",
+        # The edit and view actions act on the current tab's canvas.
+        ed, vw = self.tabs.editor, self.tabs.view
+        self.cut_action = a("Cu&t", lambda: ed().cut_selection(), K.Cut, view_only=True)
+        self.copy_action = a("&Copy", lambda: ed().copy_selection(), K.Copy, view_only=True)
+        self.paste_action = a("&Paste", lambda: ed().paste(), K.Paste, view_only=True)
+        self.duplicate_action = a("D&uplicate", lambda: ed().duplicate_selection(), "Ctrl+D",
                                   view_only=True)
-        self.delete_action = a("&Delete", self.editor.delete_selection,
+        self.delete_action = a("&Delete", lambda: ed().delete_selection(),
                                [QKeySequence(K.Delete), QKeySequence("Backspace")], view_only=True)
-        self.select_all_action = a("Select &All", self.editor.select_all, K.SelectAll,
+        self.select_all_action = a("Select &All", lambda: ed().select_all(), K.SelectAll,
                                    view_only=True)
-        self.zoom_in_action = a("Zoom &In", self.view.zoom_in, [K.ZoomIn, "Ctrl+="],
+        self.zoom_in_action = a("Zoom &In", lambda: vw().zoom_in(), [K.ZoomIn, "Ctrl+="],
                                 view_only=True)
-        self.zoom_out_action = a("Zoom &Out", self.view.zoom_out, K.ZoomOut, view_only=True)
-        self.zoom_reset_action = a("&Actual Size", self.view.reset_zoom, "Ctrl+0", view_only=True)
-        self.fit_action = a("&Fit to Window", self.view.fit_all, "F", "fit",
+        self.zoom_out_action = a("Zoom &Out", lambda: vw().zoom_out(), K.ZoomOut, view_only=True)
+        self.zoom_reset_action = a("&Actual Size", lambda: vw().reset_zoom(), "Ctrl+0",
+                                   view_only=True)
+        self.fit_action = a("&Fit to Window", lambda: vw().fit_all(), "F", "fit",
                             "Show the whole flow", view_only=True)
         self.snap_action = a("&Snap to Grid")
         self.snap_action.setCheckable(True)
@@ -286,6 +335,7 @@ class MainWindow(FileActions, QMainWindow):
         m.addAction(self.packages_action)
         m.addAction(self.credentials_action)
         m.addAction(self.prices_action)
+        self.subflow_menu = self.subflow_actions.add_menu(mb)
         m = mb.addMenu("&Help")
         m.addAction("&Keyboard Shortcuts", self._show_shortcuts)
         m.addAction(f"&About {APP_NAME}", self._about)
@@ -344,7 +394,7 @@ class MainWindow(FileActions, QMainWindow):
         self.setWindowModified(self.document.modified)
 
     def _update_counts(self, *args) -> None:
-        flow = self.document.flow
+        flow = self.tabs.doc().flow  # the current tab's; the problems are the whole file's
         n, w = len(flow.nodes), len(flow.wires)
         self.counts_label.setText(f"{n} node{'s' * (n != 1)} · {w} wire{'s' * (w != 1)}")
         errors = sum(1 for p in self.document.problems if p.severity == "error")
@@ -372,9 +422,10 @@ class MainWindow(FileActions, QMainWindow):
 
     # -- selection and the run integration's entry points ------------------------
     def _on_selection(self) -> None:
-        ids = self.scene.selected_node_ids()
-        set_nodes = getattr(self.properties, "set_nodes", None)
-        set_node = getattr(self.properties, "set_node", None)
+        ids = self.tabs.scene().selected_node_ids()
+        panel = self.active_properties()
+        set_nodes = getattr(panel, "set_nodes", None)
+        set_node = getattr(panel, "set_node", None)
         try:
             if set_nodes is not None:
                 set_nodes(ids)  # one id: its form; several: a summary
@@ -386,6 +437,8 @@ class MainWindow(FileActions, QMainWindow):
     def select_node(self, node_id: str) -> None:
         """Select a node (a click in the inspector): the canvas stays where
         the user was working, and pans only to bring in a node out of view."""
+        if self.document.node(node_id) is not None:
+            self.tabs.bar.setCurrentIndex(0)  # a node of the flow: its own tab
         self.scene.select_nodes([node_id])
         item = self.scene.item_for_node(node_id)
         seen = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
@@ -395,7 +448,43 @@ class MainWindow(FileActions, QMainWindow):
     def _edit_node(self, node_id: str) -> None:
         self.properties_dock.show()
         self.properties_dock.raise_()
-        self.properties.setFocus()
+        self.active_properties().setFocus()
+
+    def activate_node(self, doc: FlowDocument, node_id: str) -> None:
+        """Double-click or Enter on a node: a subflow instance opens its
+        definition in a tab; any other node shows its properties."""
+        fnode = doc.node(node_id)
+        if fnode is not None and fnode.type.startswith("subflow:"):
+            if self.tabs.open_instance(doc, node_id) is not None:
+                return
+        self._edit_node(node_id)
+
+    # -- tabs: the properties and palette follow the current one -------------------
+    def active_properties(self) -> QWidget:
+        """The properties panel of the current tab (each tab has its own)."""
+        tab = self.tabs.current()
+        if tab is None:
+            return self.properties
+        if tab.properties is None:
+            tab.properties = self._make_properties(tab.doc)
+        return tab.properties
+
+    def show_properties(self, panel: QWidget | None) -> None:
+        """Put a tab's panel in the Properties dock (None: the flow's)."""
+        panel = panel if panel is not None else self.properties
+        if self.properties_dock.widget() is not panel:
+            self.properties_dock.setWidget(panel)
+
+    def _on_tab_changed(self) -> None:
+        doc = self.tabs.doc()
+        follow = getattr(self.palette, "set_document", None)
+        if follow is not None:
+            follow(doc)
+        if self._complete:
+            self.show_properties(self.active_properties())
+            self._on_selection()
+        self._update_zoom(self.tabs.view().zoom())
+        self._update_counts()
 
     # -- focus after a dialog -------------------------------------------------------
     def _focus_changed(self, old: QWidget | None, now: QWidget | None) -> None:
@@ -440,7 +529,7 @@ class MainWindow(FileActions, QMainWindow):
     def _type_over(self, node_id: str) -> None:
         """A node just placed holds a sample payload: its field takes the
         keys, the sample selected, so that typing replaces it."""
-        form = getattr(self.properties, "form", None)
+        form = getattr(self.active_properties(), "form", None)
         row = form.rows.get("payload") if form is not None and form.node_id == node_id else None
         edit = getattr(getattr(row, "value_editor", None), "edit", None)
         if edit is not None:
@@ -449,23 +538,36 @@ class MainWindow(FileActions, QMainWindow):
             edit.selectAll()
 
     def _add_from_palette(self, type_id: str) -> None:
-        self.editor.add_node(type_id)
-        self.view.setFocus()
+        self.tabs.editor().add_node(type_id)
+        self.tabs.view().setFocus()
 
     def build_node_menu(self, node_id: str) -> QMenu:
         menu = QMenu(self)
-        fnode = self.document.node(node_id)
+        doc, editor = self.tabs.doc(), self.tabs.editor()
+        fnode = doc.node(node_id)
         menu.addAction("Edit Properties", lambda: self._edit_node(node_id))
+        if fnode is not None and fnode.type.startswith("subflow:"):
+            sf = self.subflow_actions
+            sf.update_actions()
+            menu.addAction(sf.open_action)
+            menu.addAction(sf.expand_action)
+            if sf.save_action.isEnabled():
+                menu.addAction(sf.save_action)
         menu.addSeparator()
         menu.addActions([self.duplicate_action, self.copy_action, self.cut_action,
                          self.delete_action])
+        if len(self.tabs.scene().selected_node_ids()) >= 1:
+            menu.addAction(self.subflow_actions.convert_action)
         menu.addSeparator()
         menu.addAction("Enable" if fnode and fnode.disabled else "Disable",
-                       lambda: self.editor.toggle_disabled(node_id))
+                       lambda: editor.toggle_disabled(node_id))
         extra = []
-        for make in self.node_context_actions:
+        # The run's actions (pins, reruns) are about the flow's own nodes;
+        # a definition's nodes get those that know of definitions.
+        inner = doc is not self.document
+        for make in self.definition_node_actions if inner else self.node_context_actions:
             try:
-                action = make(node_id)
+                action = make(doc, node_id) if inner else make(node_id)
             except Exception:
                 log.exception("node context action failed")
                 continue
@@ -483,9 +585,10 @@ class MainWindow(FileActions, QMainWindow):
 
     def _canvas_menu(self, scene_pos, global_pos) -> None:
         menu = QMenu(self)
-        menu.addAction("Add Node…", lambda: self.editor.open_quick_add(
+        editor = self.tabs.editor()
+        menu.addAction("Add Node…", lambda: editor.open_quick_add(
             "", scene_pos, global_pos))
-        paste = menu.addAction("Paste", lambda: self.editor.paste(scene_pos))
+        paste = menu.addAction("Paste", lambda: editor.paste(scene_pos))
         paste.setShortcut(self.paste_action.shortcut())
         menu.addSeparator()
         menu.addActions([self.select_all_action, self.fit_action])
@@ -538,6 +641,8 @@ class MainWindow(FileActions, QMainWindow):
 
     def _set_snap(self, on: bool) -> None:
         self.scene.snap_to_grid = on
+        for tab in self.tabs.all_tabs():
+            tab.scene.snap_to_grid = on
 
     def _run_placeholder(self) -> None:
         if not self._complete:  # F5 before the start's second phase: finish it, then run
@@ -574,6 +679,7 @@ class MainWindow(FileActions, QMainWindow):
                 act.setIcon(icons.icon(name, color, 18))
         self.scene.refresh_theme()
         self.view.resetCachedContent()
+        self.tabs.refresh_style()
         self.palette.populate()
         self._update_counts()
 
@@ -633,6 +739,12 @@ SHORTCUTS = """Canvas
   F — fit the flow in the window
   Middle drag, or Space+drag — pan
   Alt while dragging — do not snap to the grid
+
+Subflows
+  Ctrl+Shift+G — convert the selection to a subflow
+  Enter or double-click — open a subflow instance's definition in a tab
+  Ctrl+Shift+E — expand a subflow instance into its nodes
+  Ctrl+W — close the subflow's tab (its edits stay)
 
 Files
   Ctrl+N, Ctrl+O, Ctrl+S, Ctrl+Shift+S
