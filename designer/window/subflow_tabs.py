@@ -29,7 +29,7 @@ import html
 import logging
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QUndoGroup
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QStackedWidget,
     QTabBar,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -48,7 +49,7 @@ from ..canvas.editor import CanvasEditor
 from ..canvas.interactions import MouseInteractions
 from ..canvas.scene import FlowScene
 from ..canvas.view import FlowView
-from ..look import theme
+from ..look import icons, theme
 from ..model.document import FlowDocument
 
 log = logging.getLogger(__name__)
@@ -272,7 +273,8 @@ class SubflowTabs(QObject):
         if tab not in self.tabs:
             self.tabs.append(tab)
             self.stack.addWidget(tab.view)
-            self.bar.addTab(tab.title())
+            i = self.bar.addTab(tab.title())
+            self.bar.setTabButton(i, QTabBar.ButtonPosition.RightSide, self._close_button(tab))
             self._set_tab_look(tab)
             QTimer.singleShot(0, tab.view.fit_readable)
             tab.view.fit_readable()
@@ -281,6 +283,20 @@ class SubflowTabs(QObject):
         tab.view.setFocus()  # its canvas takes the keys (Enter, shortcuts)
 
     # -- closing -----------------------------------------------------------------------
+    def _close_button(self, tab: DefinitionTab) -> QToolButton:
+        """A quiet × in the theme's muted colour (the style's own is a red box)."""
+        button = QToolButton(self.bar)
+        button.setObjectName("subflowTabClose")
+        button.setAutoRaise(True)
+        button.setIcon(icons.icon("close", theme.current().muted, 16))
+        button.setIconSize(QSize(14, 14))
+        button.setFixedSize(18, 18)
+        button.setToolTip("Close this subflow's tab (its edits stay)")
+        button.setCursor(Qt.CursorShape.PointingHandCursor)
+        button.clicked.connect(lambda: self.close_tab(self.tabs.index(tab) + 1)
+                               if tab in self.tabs else None)
+        return button
+
     def close_tab(self, index: int) -> None:
         """Close a definition tab (not the flow's): its edits stay, and so
         does its undo history, for when it is opened again."""
@@ -471,8 +487,13 @@ class SubflowTabs(QObject):
             f"QWidget#subflowCrumbRow {{ background: {t.panel}; "
             f"border-bottom: 1px solid {t.border}; }}"
             f"QLabel#subflowBreadcrumb {{ color: {t.text}; }}")
-        self.bar.setStyleSheet(f"QTabBar#subflowTabs {{ background: {t.window}; }}")
+        self.bar.setStyleSheet(
+            f"QTabBar#subflowTabs {{ background: {t.window}; }}"
+            "QToolButton#subflowTabClose { padding: 0; border: none; border-radius: 4px; }"
+            f"QToolButton#subflowTabClose:hover {{ background: {t.border}; }}")
         for tab in self.all_tabs():
             tab.scene.refresh_theme()
             tab.view.resetCachedContent()
+        for button in self.bar.findChildren(QToolButton, "subflowTabClose"):
+            button.setIcon(icons.icon("close", t.muted, 16))
         self._refresh_crumbs()

@@ -155,7 +155,7 @@ def test_an_edit_in_a_tab_changes_the_definition_and_has_its_own_undo(make_windo
     w.redo_action.trigger()
     assert len(defn.nodes) == before + 1 and w.isWindowModified()
     w.tabs.bar.setCurrentIndex(0)
-    assert w.undo_group.activeStack() is main.undo_stack if hasattr(w, "undo_group") else True
+    assert w.tabs.undo_group.activeStack() is main.undo_stack
     w.undo_action.trigger()  # on the flow's tab: the flow's move
     assert main.flow.node("src").position == (0.0, 100.0)
     assert len(defn.nodes) == before + 1
@@ -170,6 +170,24 @@ def _move(doc, node_id, pos):
     from designer.model.commands import MoveNodes
 
     return MoveNodes(doc, {node_id: (doc.node(node_id).position, pos)})
+
+
+def test_copy_paste_and_delete_work_in_a_tab(make_window, converted):
+    w = window_on(make_window, converted)
+    w.scene.select_nodes(["calc"])
+    w.copy_action.trigger()  # copied on the flow's tab
+    defn = w.document.flow.subflow("check_stock")
+    tab = w.tabs.open_definition(defn)
+    w.paste_action.trigger()  # pasted into the subflow's
+    assert "calc" in {n.id for n in defn.nodes} and "calc" in {n.id for n in w.document.flow.nodes}
+    assert tab.scene.selected_node_ids() == ["calc"]
+    tab.scene.select_nodes(["miss"])
+    w.delete_action.trigger()
+    assert "miss" not in {n.id for n in defn.nodes}
+    assert not any("miss" in (x.source[0], x.target[0]) for x in defn.wires)
+    assert tab.doc.undo_stack.count() == 2 and w.document.undo_stack.count() == 0
+    w.undo_action.trigger()
+    assert "miss" in {n.id for n in defn.nodes}
 
 
 def test_closing_a_tab_keeps_its_edits_and_history(make_window, converted):
