@@ -347,11 +347,14 @@ class SubflowTabs(QObject):
     def _prune(self) -> None:
         """Drop the tabs of the flow's definitions that are no longer in it
         (Save to Library moved one out, an undo took one away)."""
+        if not self.tabs and not self._closed:
+            return  # every edit of the flow comes here: nothing to do, at once
         own = {id(d) for d in self.main_doc.flow.subflows}
-        for tab in list(self.all_tabs()):
-            if tab.library is None and id(tab.definition) not in own:
-                self._drop(tab)
-        self._update_chrome()
+        gone = [t for t in self.all_tabs() if t.library is None and id(t.definition) not in own]
+        for tab in gone:
+            self._drop(tab)
+        if gone:
+            self._update_chrome()
 
     # -- the edits of the flow's own definitions are the flow file's ---------------------
     def _definition_edited(self) -> None:
