@@ -29,17 +29,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from runtime.flow.subflow_edit import (
-    bump_patch,
-    convert_selection,
-    expand_instance,
-    move_to_library,
-    save_new_version,
-)
 from runtime.flow.subflows import find_library, is_instance_type, library_dirs, subflow_name
 
 from ..look import theme
-from ..model.flow_edit import ApplyFlow
+
+
+def _edits():
+    """runtime.flow.subflow_edit, imported when first used (not before the
+    designer's first paint)."""
+    from runtime.flow import subflow_edit
+
+    return subflow_edit
+
 
 CONVERT_SHORTCUT = "Ctrl+Shift+G"
 EXPAND_SHORTCUT = "Ctrl+Shift+E"
@@ -221,7 +222,9 @@ class SubflowActions(QObject):
         path = self.window.document.path
         return str(path) if path else ""
 
-    def _command(self, after, text: str) -> ApplyFlow:
+    def _command(self, after, text: str):
+        from ..model.flow_edit import ApplyFlow
+
         return ApplyFlow(self.window.document, after, text, self.window.tabs.doc_for)
 
     # -- Convert Selection to Subflow ------------------------------------------------
@@ -247,7 +250,7 @@ class SubflowActions(QObject):
 
         def attempt(n: str, lbl: str) -> str:
             try:
-                result["flow"] = convert_selection(flow, ids, n, lbl, **kw)
+                result["flow"] = _edits().convert_selection(flow, ids, n, lbl, **kw)
             except ValueError as exc:
                 return str(exc)
             result["name"] = n
@@ -300,7 +303,7 @@ class SubflowActions(QObject):
             return []
         doc, scene = tabs.doc(), tabs.scene()
         try:
-            after = expand_instance(w.document.flow, node_id, within=self._within(),
+            after = _edits().expand_instance(w.document.flow, node_id, within=self._within(),
                                     flow_file=self._flow_file())
         except ValueError as exc:
             QMessageBox.warning(w, "Cannot expand the subflow", str(exc))
@@ -344,12 +347,12 @@ class SubflowActions(QObject):
             existing = find_library(name, flow_file)
         except Exception:
             existing = None
-        start = bump_patch(existing.definition.version) if existing is not None else "1.0.0"
+        start = _edits().bump_patch(existing.definition.version) if existing is not None else "1.0.0"
         result = {}
 
         def attempt(f: Path, v: str) -> str:
             try:
-                result["flow"] = move_to_library(w.document.flow, name, f, v,
+                result["flow"] = _edits().move_to_library(w.document.flow, name, f, v,
                                                  flow_file=flow_file)
             except ValueError as exc:
                 return str(exc)
@@ -392,14 +395,14 @@ class SubflowActions(QObject):
         w = self.window
         entry = tab.library
         folder = entry.path.parent
-        start = bump_patch(entry.definition.version)
+        start = _edits().bump_patch(entry.definition.version)
         result = {}
 
         def attempt(v: str) -> str:
             if not re.match(r"^\S+$", v or ""):
                 return "Give a version, e.g. " + start
             try:
-                result["path"] = save_new_version(tab.definition, folder, v)
+                result["path"] = _edits().save_new_version(tab.definition, folder, v)
             except ValueError as exc:
                 return str(exc)
             except OSError as exc:
