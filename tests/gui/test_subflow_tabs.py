@@ -341,6 +341,22 @@ def test_save_to_library_writes_the_file_and_pins_the_instances(make_window, con
     assert (lib / "label_it.subflow.json").is_file()  # a written file stays written
 
 
+def test_save_to_library_from_a_selected_instance(make_window, tmp_path):
+    path = tmp_path / "orders.flow.json"
+    flow = convert_selection(orders(), ["check", "tag", "miss"], "check_stock")
+    path.write_text(flow.dumps())
+    w = window_on(make_window, load_flow(path, Registry.default(), validate=False), path)
+    w.scene.select_nodes(["check_stock"])
+    w.subflow_actions.update_actions()
+    assert w.subflow_actions.save_action.isEnabled()
+    saved = w.subflow_actions.save_to_library(tmp_path / "subflows", "2.0.0")
+    assert saved == tmp_path / "subflows" / "check_stock.subflow.json" and saved.is_file()
+    assert w.document.flow.subflows == []
+    assert w.document.flow.node("check_stock").subflow.version == "2.0.0"
+    errors = [p for p in w.document.revalidate() if p.severity == "error"]
+    assert not errors, errors  # the flow finds the pinned library file
+
+
 def test_a_library_subflow_opens_as_a_copy_and_saves_a_new_version(make_window, tmp_path):
     path = tmp_path / "orders.flow.json"
     lib = tmp_path / "subflows"
