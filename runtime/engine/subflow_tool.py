@@ -30,14 +30,16 @@ any node) then:
    work settles with nothing out (no hang: the tool timeout still bounds
    a call whose work never settles).
 
-"Settled": no node of the instance has a message running, queued or
-deferred (the engine's own counts). The check is per instance: calls of
+"Settled": no node of the instance has a message running, queued,
+deferred or waiting at a breakpoint (the engine's own counts; a message
+let go at a breakpoint without going on, Skip, makes it look again). The check is per instance: calls of
 one instance at once end their ``list`` (or their wait for nothing) when
 all of them have settled.
 
 A cancelled call (its timeout, the run stopping, task_cancel) cancels the
-tasks running nodes for it, and its messages still on their way are
-dropped at their next node. After a ``first`` call has its answer, the
+tasks running nodes for it and the waits of its messages held at
+breakpoints, and its messages still on their way are dropped at their
+next node. After a ``first`` call has its answer, the
 rest of its work goes on (a branch that writes a log), its outputs unread
 and its errors reported as caught ``node.error`` events.
 
@@ -245,6 +247,9 @@ class SubflowTool(Node):
                      loop.create_future())
         going = engine.resource(SUBFLOW_CALLS, dict)
         self._calls[caller_id] = going[caller_id] = call
+        debugger = engine.debugger
+        if debugger is not None and self._holds_changed not in debugger.on_change:
+            debugger.on_change.append(self._holds_changed)
         how = "done"
         try:
             engine.nodes[target].send(inner)
@@ -255,6 +260,7 @@ class SubflowTool(Node):
             how = "cancelled"
             for task in list(call.tasks):
                 task.cancel()
+            self._drop_held(caller_id)
             raise
         finally:
             del self._calls[caller_id]
@@ -421,6 +427,31 @@ class SubflowTool(Node):
                              name=name, status=status,  # type: ignore[arg-type]
                              text=redact(text[:500]),
                              ms=(time.perf_counter() - t0) * 1000 if t0 else 0.0))
+
+    # -- breakpoints -----------------------------------------------------------
+    def _holds_changed(self) -> None:
+        """The debugger held or let go a message. One of a call's messages
+        waiting at a breakpoint is the call's work in flight (its node's
+        ``starting`` count, which _check reads); let go without reaching a
+        node (Skip), nothing inside runs to look again whether the work
+        settled: look once its waiting task has ended (a loop turn after
+        it was woken: it is scheduled before this)."""
+        if self._calls:
+            asyncio.get_running_loop().call_soon(self._watch)
+
+    def _drop_held(self, caller_id: str) -> None:
+        """A call cancelled (its timeout, the run stopping): its messages
+        waiting at breakpoints go too, as its running tasks do (each wait
+        ends as "stopped"), rather than wait for a person to let them go
+        to be dropped at their next node."""
+        debugger = self._rt.engine.debugger if self._rt is not None else None
+        if debugger is None:
+            return
+        for held in list(debugger.held.values()):
+            msg = held.msg
+            if (not held.is_tool and isinstance(msg, dict)
+                    and msg.get(SUBFLOW_CALL) == caller_id and not held.future.done()):
+                held.future.cancel()
 
     # -- settling ------------------------------------------------------------
     def _watch(self) -> None:
