@@ -190,12 +190,56 @@ def template_problem(inside: SubflowDef | None, text: Any) -> str | None:
     if inside is None:
         return ("'subflow' holds the params of the subflow a node is in; this node is in the "
                 "flow itself, not in a subflow definition")
-    unknown = sorted((compiled.subflow_names or frozenset())
-                     - {p.name for p in inside.params})
-    if unknown:
-        names = ", ".join(p.name for p in inside.params) or "none"
-        return f"subflow '{inside.name}' has no param '{unknown[0]}' (its params: {names})"
-    return None
+    return _unknown_param(inside, compiled.subflow_names)
+
+
+def _unknown_param(inside: SubflowDef, names: frozenset[str] | None,
+                   text: bool = False) -> str | None:
+    """The first of ``names`` (the params a template reads as
+    ``subflow.NAME``; None: read by a computed name, not checked) that
+    ``inside`` does not declare, said (``text``: of a node's own text
+    template, which says what it reads); else None."""
+    unknown = sorted((names or frozenset()) - {p.name for p in inside.params})
+    if not unknown:
+        return None
+    declared = ", ".join(p.name for p in inside.params) or "none"
+    lead = f"the text reads subflow.{unknown[0]}, and " if text else ""
+    return (f"{lead}subflow '{inside.name}' has no param '{unknown[0]}' (its params: "
+            f"{declared})")
+
+
+#: Params whose fixed text is a template of the node's own, rendered for
+#: each message (runtime.expressions.compile_text_template); inside a
+#: definition it reads the instance's params as ``subflow`` too.
+TEXT_TEMPLATES: dict[str, tuple[str, ...]] = {"core.template": ("template",)}
+
+
+def text_template_problems(defn: SubflowDef) -> list[tuple[str, str, str]]:
+    """(inner node id, field, message) for each text template of a node of
+    ``defn`` that reads ``subflow.NAME`` for a NAME the definition does not
+    declare. (A ``{{ }}`` param's is template_problem's; outside a
+    definition ``subflow`` in such a text is a key of the message.)"""
+    from ..expressions import ExpressionError, compile_text_template
+
+    out: list[tuple[str, str, str]] = []
+    for node in defn.nodes:
+        for pname in TEXT_TEMPLATES.get(node.type, ()):
+            setting = node.params.get(pname)
+            if setting is None or setting.scope is not Scope.CUSTOM:
+                continue
+            text = setting.value
+            if not isinstance(text, str) or "subflow" not in text:
+                continue
+            try:
+                compiled = compile_text_template(text)
+            except ExpressionError:
+                continue  # said by the node's own check
+            if "subflow" not in compiled.roots:
+                continue
+            why = _unknown_param(defn, compiled.subflow_names, text=True)
+            if why:
+                out.append((node.id, f"params.{pname}.value", why))
+    return out
 
 
 def landed_problems(flow: Flow, registry: Any, flow_file: str, err: Err,
@@ -276,6 +320,9 @@ def definition_problems(flow: Flow, registry: Any, flow_file: str,
             else:
                 p.field = f"subflows.{name}" + (f".{p.field}" if p.field else "")
             out.append(p)
+        for node_id, field, message in text_template_problems(defn):
+            out.append(Problem(file=flow_file, node=f"subflows.{name}/{node_id}", field=field,
+                               message=message))
     return out
 
 
