@@ -355,8 +355,11 @@ class ExpressionEditor(QWidget):
             self.kind.show()
             self.problem.hide()
             return
+        subflow = self._subflow_values()
+        self.hint.setText("Reads msg, env, flow, global and subflow" if subflow is not None
+                          else "Reads msg, env, flow and global")
         context = ExpressionContext(template_env(self.hidden_env(), self.readable_env()),
-                                    preview=True, subflow=self._subflow_values())
+                                    preview=True, subflow=subflow)
         try:
             self.value = Expression(self.spec, text, context).render(msg)
         except ExpressionError as exc:
