@@ -72,10 +72,34 @@ def offered(spec, registry) -> bool:
     """Whether the palette offers a node type: a subflow's input and output
     nodes only while a subflow's definition is edited (anywhere else the
     flow would refuse them)."""
-    if spec.type not in (IN_TYPE, OUT_TYPE):
-        return True
     doc = getattr(registry, "document", None)
-    return doc is not None and doc.definition is not None
+    editing = doc.definition if doc is not None else None
+    if spec.type in (IN_TYPE, OUT_TYPE):
+        return editing is not None
+    if editing is not None and is_instance_type(spec.type):
+        # Inside a definition, neither itself nor a subflow that uses it:
+        # placed, either would be a cycle the flow refuses.
+        return not _uses(registry, subflow_name(spec.type), editing.name)
+    return True
+
+
+def _uses(registry, name: str, target: str) -> bool:
+    """Whether subflow ``name`` is ``target`` or has an instance of it inside,
+    at any depth (as far as the registry knows the definitions)."""
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current == target:
+            return True
+        if current in seen or len(seen) > 1000:
+            continue
+        seen.add(current)
+        defn = registry.definition("subflow:" + current) if hasattr(registry, "definition") else None
+        for n in defn.nodes if defn is not None else ():
+            if is_instance_type(n.type):
+                todo.append(subflow_name(n.type))
+    return False
 
 
 def subflow_tag(spec, registry) -> tuple[str, str]:

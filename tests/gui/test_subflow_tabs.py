@@ -207,11 +207,15 @@ def test_closing_a_tab_keeps_its_edits_and_history(make_window, converted):
 def test_the_palette_offers_subflow_ports_inside_a_definition(make_window, converted):
     w = window_on(make_window, converted)
     assert w.palette.item_for_type(IN_TYPE) is None
+    assert w.palette.item_for_type("subflow:check_stock") is not None
     w.tabs.open_definition(w.document.flow.subflow("check_stock"))
     assert w.palette.item_for_type(IN_TYPE) is not None
     assert w.palette.item_for_type(OUT_TYPE) is not None
+    # Not itself: an instance of check_stock inside check_stock would be a cycle.
+    assert w.palette.item_for_type("subflow:check_stock") is None
     w.tabs.bar.setCurrentIndex(0)
     assert w.palette.item_for_type(IN_TYPE) is None
+    assert w.palette.item_for_type("subflow:check_stock") is not None
     # Placed from the palette inside the tab, a new output becomes a port of the instances.
     w.tabs.bar.setCurrentIndex(1)
     w.palette.add_requested.emit(OUT_TYPE)
