@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..spec import NodeSpec, Scope
+from .graph import rings
 from .model import Flow, FlowError, FlowNode, Problem, SubflowDef
 from .subflows import (
     IN_TYPE,
@@ -299,7 +300,7 @@ def definition_problems(flow: Flow, registry: Any, flow_file: str,
         uses[name] = list(dict.fromkeys(subflow_name(n.type) for n in defn.nodes
                                         if is_instance_type(n.type)
                                         and subflow_name(n.type) in defs))
-    cycles = _cycles(uses)
+    cycles = list(rings(uses))
     for ring in cycles:
         out.append(Problem(file=flow_file, field=f"subflows.{ring[0]}",
                            message="subflows use each other in a cycle: " + " > ".join(ring)
@@ -326,35 +327,6 @@ def definition_problems(flow: Flow, registry: Any, flow_file: str,
     return out
 
 
-def _cycles(uses: dict[str, list[str]]) -> list[list[str]]:
-    """Each ring of definitions once, as a chain that ends where it began."""
-    found: list[list[str]] = []
-    keys: set[tuple[str, ...]] = set()
-    state: dict[str, int] = {}  # 1: on the path, 2: done
-    for start in uses:
-        if state.get(start):
-            continue
-        path, stack = [start], [iter(uses.get(start, ()))]
-        state[start] = 1
-        while stack:
-            nxt = next(stack[-1], None)
-            if nxt is None:
-                state[path.pop()] = 2
-                stack.pop()
-            elif state.get(nxt) == 1:
-                ring = path[path.index(nxt):]
-                pivot = ring.index(min(ring))
-                key = tuple(ring[pivot:] + ring[:pivot])
-                if key not in keys:
-                    keys.add(key)
-                    found.append([*ring, nxt])
-            elif not state.get(nxt):
-                state[nxt] = 1
-                path.append(nxt)
-                stack.append(iter(uses.get(nxt, ())))
-    return found
-
-
 def _deepest(top: list[str], uses: dict[str, list[str]]) -> list[str]:
     """The longest chain of nested definitions from ``top`` (no cycles)."""
     memo: dict[str, list[str]] = {}
@@ -364,7 +336,7 @@ def _deepest(top: list[str], uses: dict[str, list[str]]) -> list[str]:
             return memo[name]
         if depth > 4 * MAX_NESTING:
             return [name]  # deep enough to be refused: no need to go on
-        memo[name] = [name]  # guards a ring, which _cycles reports instead
+        memo[name] = [name]  # guards a ring, which rings() reports instead
         best: list[str] = []
         for child in uses.get(name, ()):
             c = chain(child, depth + 1)

@@ -14,6 +14,7 @@ from ..node import Node, is_secret_ref
 from ..package_hints import unknown_type_message
 from ..registry import Registry
 from ..spec import NodeSpec, ParamSpec, ParamType, ParamValue, Scope
+from .graph import rings
 from .model import Flow, FlowNode, Problem, SubflowDef
 from .parse import _no_gc
 from .subflow_checks import (
@@ -130,24 +131,7 @@ def agent_cycle(flow: Flow, specs: dict[str, NodeSpec]) -> list[str] | None:
             continue
         if any(p.name == wire.source[1] and p.kind == "tools" for p in sspec.outputs):
             calls.setdefault(src, []).append(dst)
-    state: dict[str, int] = {}  # 1: on the path, 2: done
-    for start in calls:
-        if state.get(start):
-            continue
-        path, stack = [start], [iter(calls.get(start, ()))]
-        state[start] = 1
-        while stack:
-            nxt = next(stack[-1], None)
-            if nxt is None:
-                state[path.pop()] = 2
-                stack.pop()
-            elif state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
-            elif not state.get(nxt):
-                state[nxt] = 1
-                path.append(nxt)
-                stack.append(iter(calls.get(nxt, ())))
-    return None
+    return next(rings(calls), None)
 
 
 class _Ports:
