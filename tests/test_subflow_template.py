@@ -3,30 +3,8 @@ the params of the instance it runs in (docs/subflows.md, 'Params inside')."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
-import pytest
-
-from runtime.engine import Engine
-from runtime.events import EventBus
 from runtime.flow import Flow, validate_flow
-from runtime.flow.subflows import LIBRARY_ENV
-
-
-@pytest.fixture(autouse=True)
-def _own_library(data_dir, monkeypatch):
-    monkeypatch.delenv(LIBRARY_ENV, raising=False)
-
-
-def P(value: Any) -> dict:
-    return {"scope": "custom", "value": value}
-
-
-def W(src: str, dst: str) -> dict:
-    s, _, sp = src.partition(":")
-    d, _, dp = dst.partition(":")
-    return {"from": [s, sp or "out"], "to": [d, dp or "in"]}
+from tests.subflow_fixtures import P, W, _own_library, flow, run  # noqa: F401 - the autouse fixture
 
 
 def text_template(id: str, text: str) -> dict:
@@ -45,19 +23,6 @@ GREET = {
 }
 
 
-def flow(nodes: list[dict], wires: list[dict], subflows: list[dict]) -> Flow:
-    return Flow.model_validate({"format": "switchboard.flow/1", "name": "t", "nodes": nodes,
-                                "wires": wires, "subflows": subflows})
-
-
-def run(f: Flow) -> list:
-    bus = EventBus()
-    events: list = []
-    bus.subscribe(events.append)
-    asyncio.run(Engine(f, bus=bus).run(timeout=20))
-    return events
-
-
 def values(events: list, node: str) -> list:
     return [e.value for e in events if e.type == "debug" and e.node == node]
 
@@ -70,7 +35,7 @@ def test_the_template_nodes_text_reads_each_instances_params():
               {"id": "da", "type": "core.debug"}, {"id": "db", "type": "core.debug"}],
              [W("src", "a"), W("a", "da"), W("src", "b"), W("b", "db")], [GREET])
     assert [p for p in validate_flow(f) if p.severity == "error"] == []
-    events = run(f)
+    _, events = run(f)
     # a: its own values; b: 'who' read from the message at that node, the
     # default for 'times'. Before, subflow.who read as empty text.
     assert values(events, "da") == ["hello, Ann x2"]
@@ -86,4 +51,4 @@ def test_outside_a_definition_subflow_is_still_a_key_of_the_message():
                       {"action": "set", "path": "subflow", "value": {"who": "a key"}}])}},
                   text_template("say", "{{ subflow.who }}"), {"id": "d", "type": "core.debug"}],
         "wires": [W("src", "c"), W("c", "say"), W("say", "d")]})
-    assert values(run(f), "d") == ["a key"]
+    assert values(run(f)[1], "d") == ["a key"]

@@ -20,16 +20,11 @@ from runtime.engine import Engine
 from runtime.engine.subflow_tool import MAX_RESULTS
 from runtime.events import EventBus
 from runtime.flow import Flow
-from runtime.flow.subflows import LIBRARY_ENV
 from runtime.node import AI, CUSTOM, MESSAGE, Node, NodeConfigError, Param, node
 from runtime.registry import Registry
+from tests.subflow_fixtures import P, S, W, _own_library  # noqa: F401 - the autouse fixture
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def _own_library(data_dir, monkeypatch):
-    monkeypatch.delenv(LIBRARY_ENV, raising=False)
 
 
 # -- nodes the definitions use --------------------------------------------------------
@@ -118,21 +113,7 @@ def _fresh_counts():
 
 # -- flow builders --------------------------------------------------------------------
 
-def P(value: Any) -> dict:
-    return {"scope": "custom", "value": value}
-
-
-def S(name: str) -> dict:
-    return {"scope": "subflow", "param": name}
-
-
 AI_ = {"scope": "ai"}
-
-
-def W(src: str, dst: str) -> dict:
-    s, _, sp = src.partition(":")
-    d, _, dp = dst.partition(":")
-    return {"from": [s, sp or "out"], "to": [d, dp or "in"]}
 
 
 def IN(id: str = "i", name: str = "order") -> dict:

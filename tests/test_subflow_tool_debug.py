@@ -19,8 +19,8 @@ from runtime.approval import AutoApprover, People
 from runtime.debugger import Breakpoint, Debugger
 from runtime.engine import Engine
 from runtime.events import EventBus
-from runtime.flow.subflows import LIBRARY_ENV
 from tests.runtime_fixtures import until
+from tests.subflow_fixtures import _own_library  # noqa: F401 - the autouse fixture
 from tests.test_subflow_tool import (
     REG,
     Stock,
@@ -31,11 +31,6 @@ from tests.test_subflow_tool import (
     stock_def,
     tool_instance,
 )
-
-
-@pytest.fixture(autouse=True)
-def _own_library(data_dir, monkeypatch):
-    monkeypatch.delenv(LIBRARY_ENV, raising=False)
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from runtime.engine import Engine
 from runtime.events import EventBus
 from runtime.flow import Flow, load_flow, validate_flow
@@ -21,28 +19,16 @@ from runtime.flow.expand import expand, expand_subflows
 from runtime.flow.model import SubflowDef, SubflowPin
 from runtime.flow.subflows import LIBRARY_ENV, MAX_NESTING, save_to_library, with_subflows
 from runtime.registry import Registry
+from tests.subflow_fixtures import (  # noqa: F401 - the autouse fixture
+    P,
+    S,
+    W,
+    _own_library,
+    flow,
+    run,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def _own_library(data_dir, monkeypatch):
-    """No library folder but the test's own (a fresh data dir, no env)."""
-    monkeypatch.delenv(LIBRARY_ENV, raising=False)
-
-
-def P(value: Any) -> dict:
-    return {"scope": "custom", "value": value}
-
-
-def S(name: str) -> dict:
-    return {"scope": "subflow", "param": name}
-
-
-def W(src: str, dst: str) -> dict:
-    s, _, sp = src.partition(":")
-    d, _, dp = dst.partition(":")
-    return {"from": [s, sp or "out"], "to": [d, dp or "in"]}
 
 
 def sub(name: str, nodes: list[dict], wires: list[dict], params: list[dict] | None = None,
@@ -71,14 +57,6 @@ def TPL(id: str, text: str) -> dict:
             "params": {"template": {"scope": "expression", "value": text}}}
 
 
-def flow(nodes: list[dict], wires: list[dict], subflows: list[dict] | None = None) -> Flow:
-    data: dict[str, Any] = {"format": "switchboard.flow/1", "name": "t", "nodes": nodes,
-                            "wires": wires}
-    if subflows:
-        data["subflows"] = subflows
-    return Flow.model_validate(data)
-
-
 def inject(payload: Any = 0, id: str = "src") -> dict:
     return {"id": id, "type": "core.inject", "params": {"payload": P(payload),
                                                           "payload_type": P("JSON")}}
@@ -94,15 +72,6 @@ def problems(f: Flow, file: str = "f.flow.json") -> list[str]:
 
 def errors(f: Flow, file: str = "f.flow.json") -> list[str]:
     return [str(p) for p in validate_flow(f, file=file) if p.severity == "error"]
-
-
-def run(f: Flow, file: str = "") -> tuple[Any, list]:
-    bus = EventBus()
-    events: list = []
-    bus.subscribe(events.append)
-    engine = Engine(f, bus=bus, file=file)
-    result = asyncio.run(engine.run(timeout=20))
-    return result, events
 
 
 def debug_values(events: list, node: str | None = None) -> list:
