@@ -13,39 +13,20 @@ the edit showed the old one."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QDialogButtonBox
+from PySide6.QtWidgets import QDialogButtonBox
 
 from designer.model.document import FlowDocument
 from runtime.flow import Flow
 from runtime.flow.model import SubflowDef, SubflowPin
-from runtime.flow.subflows import IN_TYPE, LIBRARY_ENV, OUT_TYPE, read_library_file, save_to_library
-from runtime.registry import Registry
+from runtime.flow.subflows import IN_TYPE, OUT_TYPE, read_library_file, save_to_library
 from tests.gui.editor_fixtures import make_window  # noqa: F401 - the fixture
 from tests.gui.inspector_fixtures import qt_loop  # noqa: F401 - the fixture
-
-
-@pytest.fixture(autouse=True)
-def _own_library(data_dir, monkeypatch):
-    monkeypatch.delenv(LIBRARY_ENV, raising=False)
-
-
-@pytest.fixture
-def registry():
-    return Registry.default()
-
-
-def P(value: Any) -> dict:
-    return {"scope": "custom", "value": value}
-
-
-def W(src: str, dst: str) -> dict:
-    return {"from": [src, "out"], "to": [dst, "in"]}
-
+from tests.gui.subflow_fixtures import center, registry  # noqa: F401 - the fixture
+from tests.subflow_fixtures import P, W, _own_library  # noqa: F401 - the autouse fixture
 
 OLD_TEXT = "{{ subflow.greeting }}, {{ payload.name }}"
 NEW_TEXT = "{{ subflow.greeting }}, {{ payload.name }}! (v2)"
@@ -90,14 +71,6 @@ def flow_file(tmp_path) -> Path:
     path = folder / "orders.flow.json"
     path.write_text(flow.dumps())
     return path
-
-
-def center(view, scene, node_id: str) -> QPoint:
-    item = scene.item_for_node(node_id)
-    assert item is not None, node_id
-    view.centerOn(item)
-    QApplication.processEvents()
-    return view.mapFromScene(item.sceneBoundingRect().center())
 
 
 def run_texts(qtbot, w) -> dict[str, str]:

@@ -23,9 +23,9 @@ from designer.panels.properties import PropertiesPanel
 from runtime.flow import Flow, FlowNode, Wire
 from runtime.flow.model import SubflowDef, SubflowParam, SubflowPin
 from runtime.flow.subflows import IN_TYPE, OUT_TYPE, port_names, save_to_library
-from runtime.registry import Registry
 from runtime.spec import ParamValue, Scope
 from tests.gui.editor_fixtures import make_window  # noqa: F401 - the fixture
+from tests.gui.subflow_fixtures import registry  # noqa: F401 - the fixture
 
 STOCK = "subflow:check_stock"
 
@@ -68,11 +68,6 @@ def own_definition() -> SubflowDef:
                   {"id": "get", "type": "http.request"}],
         "wires": [{"from": ["in", "out"], "to": ["pause", "in"]},
                   {"from": ["pause", "out"], "to": ["get", "in"]}]})
-
-
-@pytest.fixture
-def registry():
-    return Registry.default()
 
 
 @pytest.fixture

@@ -12,7 +12,9 @@ from PySide6.QtCore import Qt
 
 from tests.gui.editor_fixtures import make_window  # noqa: F401 - the fixture
 from tests.gui.inspector_fixtures import qt_loop  # noqa: F401 - the fixture
-from tests.gui.test_subflow_run import _own_library, open_window, registry, run_to_end  # noqa: F401
+from tests.gui.subflow_fixtures import registry  # noqa: F401 - the fixture
+from tests.gui.test_subflow_run import open_window, run_to_end
+from tests.subflow_fixtures import _own_library  # noqa: F401 - the autouse fixture
 
 VALUE = Qt.ItemDataRole.UserRole + 1
 

@@ -13,30 +13,10 @@ import pytest
 
 from designer.model.document import FlowDocument
 from runtime.flow import Flow
-from runtime.flow.subflows import LIBRARY_ENV
-from runtime.registry import Registry
 from tests.gui.editor_fixtures import make_window  # noqa: F401 - the fixture
 from tests.gui.inspector_fixtures import qt_loop  # noqa: F401 - the fixture
-
-
-@pytest.fixture(autouse=True)
-def _own_library(data_dir, monkeypatch):
-    monkeypatch.delenv(LIBRARY_ENV, raising=False)
-
-
-@pytest.fixture
-def registry():
-    return Registry.default()
-
-
-def P(value: Any) -> dict:
-    return {"scope": "custom", "value": value}
-
-
-def W(src: str, dst: str) -> dict:
-    s, _, sp = src.partition(":")
-    d, _, dp = dst.partition(":")
-    return {"from": [s, sp or "out"], "to": [d, dp or "in"]}
+from tests.gui.subflow_fixtures import registry  # noqa: F401 - the fixture
+from tests.subflow_fixtures import P, W, _own_library  # noqa: F401 - the autouse fixture
 
 
 def SET(id: str, path: str, value: Any, name: str = "") -> dict:

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QDialogButtonBox
 
@@ -22,6 +22,7 @@ from runtime.flow.subflow_edit import convert_selection
 from runtime.flow.subflows import IN_TYPE, OUT_TYPE, port_names, read_library_file, save_to_library
 from runtime.registry import Registry
 from tests.gui.editor_fixtures import *  # noqa: F401,F403 - the make_window fixture
+from tests.gui.subflow_fixtures import center, registry  # noqa: F401 - the fixture
 
 
 def fixed(value):
@@ -52,11 +53,6 @@ def orders() -> Flow:
 
 
 @pytest.fixture
-def registry():
-    return Registry.default()
-
-
-@pytest.fixture
 def converted() -> Flow:
     """orders() with check and tag as the subflow check_stock (label "Check
     stock"), and inside it tag as a nested subflow label_it."""
@@ -67,14 +63,6 @@ def converted() -> Flow:
 def window_on(make_window, flow: Flow, path: Path | None = None):
     doc = FlowDocument(flow, Registry.default(), path)
     return make_window(doc)
-
-
-def center(tab_view, scene, node_id: str) -> QPoint:
-    item = scene.item_for_node(node_id)
-    assert item is not None, node_id
-    tab_view.centerOn(item)
-    QApplication.processEvents()
-    return tab_view.mapFromScene(item.sceneBoundingRect().center())
 
 
 def answer(window, fill, *, ok: bool = True) -> None:

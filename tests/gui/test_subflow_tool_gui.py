@@ -6,9 +6,6 @@ agents, core nodes), real widgets (offscreen)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
-
-import pytest
 
 from designer.panels.inspector.agent_tab import AgentTree
 from designer.panels.inspector.context import InspectorContext
@@ -16,26 +13,11 @@ from designer.panels.inspector.tools_tab import ToolsTab
 from runtime.engine import Engine
 from runtime.events import EventBus, parse_event
 from runtime.flow import Flow
-from runtime.flow.subflows import LIBRARY_ENV
 from runtime.registry import Registry
 from tests.servers.flows import EchoTool
+from tests.subflow_fixtures import P, W, _own_library  # noqa: F401 - the autouse fixture
 
 REG = Registry([*Registry.default(), EchoTool])
-
-
-@pytest.fixture(autouse=True)
-def _own_library(data_dir, monkeypatch):
-    monkeypatch.delenv(LIBRARY_ENV, raising=False)
-
-
-def P(value: Any) -> dict:
-    return {"scope": "custom", "value": value}
-
-
-def W(src: str, dst: str) -> dict:
-    s, _, sp = src.partition(":")
-    d, _, dp = dst.partition(":")
-    return {"from": [s, sp or "out"], "to": [d, dp or "in"]}
 
 
 def calls(*items: tuple[str, dict]) -> dict:
