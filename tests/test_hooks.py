@@ -298,18 +298,24 @@ async def test_a_blocking_hook_that_never_answers_times_out_and_the_agent_goes_o
 
 # -- trigger_agent: a new user turn in the same conversation ------------------------
 
-@pytest.mark.parametrize("via", ["wire", "node"])
-async def test_a_hook_flow_sends_a_new_turn_into_the_same_conversation(llm, via):
-    """on_end -> (only after the first answer) -> "and one more thing" ->
-    the agent's in (a wire back, or the Trigger Agent node)."""
-    llm.replies = [openai_reply("first answer"), openai_reply("second answer")]
+def one_more_turn() -> tuple[list[dict], list[tuple]]:
+    """on_end -> (only after the first answer) -> "and one more thing": the
+    nodes and wires; what takes the turn to the agent is the caller's."""
     nodes = [{"id": "once", "type": "core.switch",
               "params": {"path": fixed("payload"),
                          "rules": fixed([{"op": "eq", "value": "first answer"}])}},
              {"id": "more", "type": "core.change",
               "params": {"rules": fixed([{"action": "set", "path": "payload",
                                           "value": "and one more thing"}])}}]
-    wires = [("agent", "on_end", "once"), ("once", "out0", "more")]
+    return nodes, [("agent", "on_end", "once"), ("once", "out0", "more")]
+
+
+@pytest.mark.parametrize("via", ["wire", "node"])
+async def test_a_hook_flow_sends_a_new_turn_into_the_same_conversation(llm, via):
+    """on_end -> (only after the first answer) -> "and one more thing" ->
+    the agent's in (a wire back, or the Trigger Agent node)."""
+    llm.replies = [openai_reply("first answer"), openai_reply("second answer")]
+    nodes, wires = one_more_turn()
     if via == "wire":
         wires.append(("more", "out", "agent"))
     else:
@@ -328,9 +334,10 @@ async def test_a_hook_flow_sends_a_new_turn_into_the_same_conversation(llm, via)
         ("user", "and one more thing")]
 
 
-async def test_a_turn_sent_in_while_the_agent_works_joins_that_work(llm):
-    """on_turn (not blocking) sends a turn back in during the agent's first
-    turn: it is added to the work going on, and one answer comes out."""
+def turn_sent_in_flow(llm: LlmServer):
+    """on_turn sends "please also say hi" back in during the agent's first
+    turn (a call of echo); the LLM answers "final" once it has that turn,
+    "partial" before."""
     def reply(kind, body):
         said = [m.get("content") for m in body["messages"] if m["role"] == "user"]
         if len(body["messages"]) == 2:
@@ -343,9 +350,14 @@ async def test_a_turn_sent_in_while_the_agent_works_joins_that_work(llm):
              {"id": "more", "type": "core.change",
               "params": {"rules": fixed([{"action": "set", "path": "payload",
                                           "value": "please also say hi"}])}}]
-    f = flow(agent(llm), nodes,
-             [("agent", "on_turn", "first"), ("first", "out0", "more"), ("more", "out", "agent")])
-    result, rec, _ = await run(f, reg=reg())
+    return flow(agent(llm), nodes,
+                [("agent", "on_turn", "first"), ("first", "out0", "more"), ("more", "out", "agent")])
+
+
+async def test_a_turn_sent_in_while_the_agent_works_joins_that_work(llm):
+    """on_turn (not blocking) sends a turn back in during the agent's first
+    turn: it is added to the work going on, and one answer comes out."""
+    result, rec, _ = await run(turn_sent_in_flow(llm), reg=reg())
     assert result.status == "ok", rec.of("node.error")
     [out] = rec.debug_values("show")
     assert out["payload"] == "final"

@@ -25,8 +25,8 @@ from tests.servers.flows import EchoTool, agent_flow, fixed, run, scripted
 from tests.servers.llm import LlmServer, openai_reply
 from tests.test_hooks import agent as hook_agent
 from tests.test_hooks import flow as hook_flow
+from tests.test_hooks import one_more_turn, result_node, turn_sent_in_flow
 from tests.test_hooks import reg as hook_reg
-from tests.test_hooks import result_node
 
 API_KEY = "sk-test-d3lta-K3Y"
 NOOP = {"id": "noop", "type": "test.noop"}
@@ -284,22 +284,7 @@ async def test_a_hook_that_replaces_the_models_text_shows_in_the_rebuilt_convers
 async def test_a_turn_sent_into_the_work_going_on_rebuilds_as_the_llm_received_it(llm):
     """on_turn sends a user turn back in during the first turn: it joins
     the work (an append to the conversation, carried as what is new)."""
-    def reply(kind, body):
-        said = [m.get("content") for m in body["messages"] if m["role"] == "user"]
-        if len(body["messages"]) == 2:
-            return openai_reply(tool_calls=[("echo", {"text": "x"})])
-        return openai_reply("final" if "please also say hi" in said else "partial")
-
-    llm.replies = reply
-    nodes = [{"id": "first", "type": "core.switch",
-              "params": {"path": fixed("hook.turn"), "rules": fixed([{"op": "eq", "value": 1}])}},
-             {"id": "more", "type": "core.change",
-              "params": {"rules": fixed([{"action": "set", "path": "payload",
-                                          "value": "please also say hi"}])}}]
-    f = hook_flow(hook_agent(llm), nodes,
-                  [("agent", "on_turn", "first"), ("first", "out0", "more"),
-                   ("more", "out", "agent")])
-    result, rec, _ = await run(f, reg=hook_reg())
+    result, rec, _ = await run(turn_sent_in_flow(llm), reg=hook_reg())
     assert result.status == "ok", rec.of("node.error")
     reqs = rec.of("llm.request")
     sent = [r["body"]["messages"] for r in llm.requests]
@@ -313,15 +298,9 @@ async def test_new_work_on_the_same_conversation_is_sent_whole(llm):
     on the same history, whose first request carries all of it."""
     llm.replies = [openai_reply(tool_calls=[("echo", {"text": "x"})]),
                    openai_reply("first answer"), openai_reply("second answer")]
-    nodes = [{"id": "once", "type": "core.switch",
-              "params": {"path": fixed("payload"),
-                         "rules": fixed([{"op": "eq", "value": "first answer"}])}},
-             {"id": "more", "type": "core.change",
-              "params": {"rules": fixed([{"action": "set", "path": "payload",
-                                          "value": "and one more thing"}])}}]
-    f = hook_flow(hook_agent(llm), nodes,
-                  [("agent", "on_end", "once"), ("once", "out0", "more"),
-                   ("more", "out", "agent")], prompt="first question")
+    nodes, wires = one_more_turn()
+    f = hook_flow(hook_agent(llm), nodes, [*wires, ("more", "out", "agent")],
+                  prompt="first question")
     result, rec, _ = await run(f, reg=hook_reg())
     assert result.status == "ok", rec.of("node.error")
     assert [o["payload"] for o in rec.debug_values("show")] == ["first answer", "second answer"]
