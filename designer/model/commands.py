@@ -14,7 +14,7 @@ from typing import Any
 from PySide6.QtGui import QUndoCommand
 
 from runtime.flow import FlowNode, ToolOverride, Wire, parse_flow
-from runtime.flow.model import SubflowDef, SubflowPin
+from runtime.flow.model import SubflowDef, SubflowPin, fresh_id
 from runtime.flow.subflows import is_instance_type, subflow_name
 from runtime.message import deep_copy
 from runtime.spec import ParamValue, Scope
@@ -351,7 +351,7 @@ def paste_command(doc: FlowDocument, text: str, offset: tuple[float, float] = (4
     labels = {node_label(doc, n) for n in doc.flow.nodes}
     new_nodes = []
     for n in nodes:
-        new_id = _fresh_id(n.id, taken)
+        new_id = fresh_id(n.id, taken)
         taken.add(new_id)
         renamed[n.id] = new_id
         copy = n.model_copy(deep=True)
@@ -413,16 +413,6 @@ def numbered_name(label: str, taken: set[str]) -> str:
     while f"{stem} {i}" in taken:
         i += 1
     return f"{stem} {i}"
-
-
-def _fresh_id(base: str, taken: set[str]) -> str:
-    if base not in taken:
-        return base
-    stem = base.rstrip("0123456789") or base
-    i = 2
-    while f"{stem}{i}" in taken:
-        i += 1
-    return f"{stem}{i}"
 
 
 def new_node(doc: FlowDocument, type_id: str, pos: tuple[float, float]) -> FlowNode:

@@ -95,6 +95,19 @@ class FlowNode(BaseModel):
         return out
 
 
+def fresh_id(base: str, taken: set[str]) -> str:
+    """``base``, else ``base2``, ``base3``... (counting on from a number it
+    ends in: ``ask2`` -> ``ask3``): the first not in ``taken``. A node id
+    for a copy, a paste or a node brought out of a subflow."""
+    if base not in taken:
+        return base
+    stem = base.rstrip("0123456789") or base
+    i = 2
+    while f"{stem}{i}" in taken:
+        i += 1
+    return f"{stem}{i}"
+
+
 def _num(x: float) -> float | int:
     return int(x) if float(x).is_integer() else round(x, 2)
 

@@ -41,6 +41,7 @@ from .model import (
     SubflowDef,
     SubflowPin,
     Wire,
+    fresh_id,
 )
 from .subflows import (
     IN_TYPE,
@@ -106,17 +107,6 @@ def _special_kind(port: str, node: FlowNode | None, registry: Registry | None) -
     if port == "tools":
         return "tools"
     return "hook" if port in HOOK_PORTS else ""
-
-
-def _unique(base: str, taken: set[str]) -> str:
-    """``base``, else ``base2``, ``base3``...: the first not in ``taken``."""
-    if base not in taken:
-        return base
-    stem = base.rstrip("0123456789") or base
-    i = 2
-    while f"{stem}{i}" in taken:
-        i += 1
-    return f"{stem}{i}"
 
 
 def _port_word(text: str) -> str:
@@ -235,7 +225,7 @@ def convert_selection(flow: Flow, node_ids: Iterable[str], name: str, label: str
         for end in ends:
             pname = names[end]
             word = "in" if ptype == IN_TYPE else "out"
-            pid = _unique(f"{word}put" if len(ends) == 1 else f"{word}_{pname}", taken_ids)
+            pid = fresh_id(f"{word}put" if len(ends) == 1 else f"{word}_{pname}", taken_ids)
             taken_ids.add(pid)
             y = by_id[end[0]].position[1] + dy
             if last_y is not None and y < last_y + ROW:
@@ -264,7 +254,7 @@ def convert_selection(flow: Flow, node_ids: Iterable[str], name: str, label: str
 
     # The instance: at the centre of the selection, wired in its place.
     container_ids = {n.id for n in nodes}
-    inst_id = _unique(name, container_ids - chosen)
+    inst_id = fresh_id(name, container_ids - chosen)
     centre = ((minx + max(xs)) / 2, (miny + max(ys)) / 2)
     instance = FlowNode(id=inst_id, type=TYPE_PREFIX + name, position=centre)
     new_nodes: list[FlowNode] = []
@@ -298,7 +288,7 @@ def _port_names(ends: list[tuple[str, str]], base: str) -> dict[tuple[str, str],
     used: set[str] = set()
     for node_id, port in ends:
         word = _port_word(node_id if port == base else f"{node_id}_{port}")
-        word = _unique(word, used)
+        word = fresh_id(word, used)
         used.add(word)
         names[(node_id, port)] = word
     return names
@@ -350,7 +340,7 @@ def expand_instance(flow: Flow, instance_id: str, *, within: str | None = None,
     taken = {n.id for n in nodes if n.id != inst.id}
     rename: dict[str, str] = {}
     for n in inner:
-        new = _unique(n.id, taken)
+        new = fresh_id(n.id, taken)
         if new != n.id and f"{inst.id}_{n.id}" not in taken:
             new = f"{inst.id}_{n.id}"
         taken.add(new)
