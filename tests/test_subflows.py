@@ -576,3 +576,38 @@ def test_cli_says_which_catch_inside_an_instance_handled_an_error(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "handled: node 'Boom' (r.boom) failed: line 1: ValueError: bad (caught by " \
            "'r.catch')" in r.stderr, r.stderr
+
+
+def test_a_secret_params_default_names_where_it_is_kept_never_the_secret(tmp_path):
+    from runtime.flow import FlowError, parse_flow
+
+    def with_default(default):
+        return {"format": "switchboard.flow/1", "subflows": [{
+            "name": "s", "params": [{"name": "key", "type": "secret", "secret": True,
+                                     "default": default}],
+            "nodes": [{"id": "i", "type": "subflow.in"}, {"id": "o", "type": "subflow.out"}],
+            "wires": [{"from": ["i", "out"], "to": ["o", "in"]}]}], "nodes": [], "wires": []}
+
+    try:
+        parse_flow(with_default("sk-live-123"), "f.flow.json")
+    except FlowError as exc:
+        text = str(exc)
+    else:
+        raise AssertionError("a secret written into the file was taken")
+    assert "subflows[0].params[0]" in text and "never the secret itself" in text
+    assert "sk-live-123" not in text
+    flow = parse_flow(with_default({"env": "STOCK_KEY"}), "f.flow.json")
+    assert flow.subflows[0].params[0].default == {"env": "STOCK_KEY"}
+    # A library file is read by the same model: the same refusal, naming the file.
+    lib = tmp_path / "s.subflow.json"
+    lib.write_text(json.dumps({"format": "switchboard.subflow/1", "version": "1.0.0",
+                               **with_default("sk-live-123")["subflows"][0]}))
+    from runtime.flow.subflows import read_library_file
+
+    try:
+        read_library_file(lib)
+    except FlowError as exc:
+        assert str(lib) in str(exc) and "never the secret itself" in str(exc)
+        assert "sk-live-123" not in str(exc)
+    else:
+        raise AssertionError("a library file with a secret in it was taken")

@@ -227,6 +227,14 @@ class SubflowParam(BaseModel):
         if self.secret and self.ai_allowed:
             raise ValueError(f"param '{self.name}': a secret is never given to the AI "
                              "(ai_allowed must be false)")
+        if (self.secret or self.type is ParamType.SECRET) and self.default is not None:
+            from ..node import is_secret_ref
+
+            if not is_secret_ref(self.default):
+                raise ValueError(
+                    f"param '{self.name}': a secret's default must name an environment variable "
+                    '{"env": "NAME"} or a keyring entry {"keyring": "SERVICE", "username": "USER"}, '
+                    "never the secret itself")
         if self.type is ParamType.ENUM and not self.choices:
             raise ValueError(f"param '{self.name}': an enum needs its choices")
         return self
