@@ -36,6 +36,7 @@ from .guard import HARD_STOP_GRACE
 from .importing import _add_import_parser, _import
 from .mcp import MCP_EPILOG, _add_mcp_parser, _mcp
 from .run import RUN_EPILOG, TRACE_PREVIEW_CHARS, _add_run_options, _queue, _run, _runs, debug_line
+from .testing import _add_test_parser, _test
 
 #: What other code imports from runtime.cli (the modules below hold it).
 __all__ = [
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("flow")
 
     _add_mcp_parser(sub)
+    _add_test_parser(sub)
     _add_import_parser(sub)
     from runtime.runs import add_parser as add_runs_parser
 
@@ -130,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         handler = {"run": _run, "validate": _validate, "nodes": _nodes, "tools": _tools,
                    "package": _package, "credentials": _credentials, "mcp": _mcp,
                    "runs": _runs, "worker": _queue, "submit": _queue, "serve": _queue,
-                   "queue": _queue, "import": _import}[args.command]
+                   "queue": _queue, "import": _import, "test": _test}[args.command]
         return handler(args)
     except UsageError as exc:
         print(f"switchboard: {exc}", file=sys.stderr)
