@@ -175,12 +175,19 @@ class Agent(Node):
         kind = self.provider.get() or "openai"
         if kind == "scripted":
             return make_provider("scripted", script=self.script.get())
-        base_url = self.base_url.get() or None
-        key = self._api_key(kind, base_url)
-        return make_provider(kind, api_key=key, base_url=base_url,
-                             retries=max(0, int(self.retries.get())),
-                             request_timeout=float(self.request_timeout_seconds.get()),
-                             max_retry_wait=max(0.0, float(self.max_retry_wait_seconds.get())))
+
+        def real():
+            base_url = self.base_url.get() or None
+            key = self._api_key(kind, base_url)
+            return make_provider(kind, api_key=key, base_url=base_url,
+                                 retries=max(0, int(self.retries.get())),
+                                 request_timeout=float(self.request_timeout_seconds.get()),
+                                 max_retry_wait=max(0.0, float(self.max_retry_wait_seconds.get())))
+
+        # A flow test's run records or replays the LLM's answers (runtime.testing.cassette).
+        tape = self._rt.engine.resource("testing.cassette", lambda: None) \
+            if self._rt is not None else None
+        return real() if tape is None else tape.provider(real)
 
     def _api_key(self, kind: str, base_url: str | None) -> str:
         """The key, first found of: the credential the node names, the

@@ -1,5 +1,6 @@
-"""``switchboard test [FLOW|DIR] [-k PATTERN] [--junit FILE]``: run the
-cases of ``FLOW.tests.json`` files (runtime.testing; docs/testing.md).
+"""``switchboard test [FLOW|DIR] [-k PATTERN] [--junit FILE] [--record|--rerecord]``:
+run the cases of ``FLOW.tests.json`` files (runtime.testing; docs/testing.md),
+their agents answered from ``FLOW.cassette.json`` (or recording it).
 Exit 0 every case passed, 1 one failed, 2 bad input (a test file that does
 not parse, a flow without one)."""
 
@@ -27,6 +28,12 @@ def _add_test_parser(sub) -> None:
     t.add_argument("-k", metavar="PATTERN", dest="pattern",
                    help="only the cases whose name holds PATTERN (or matches it as a regex)")
     t.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML")
+    rec = t.add_mutually_exclusive_group()
+    rec.add_argument("--record", action="store_const", const="new", dest="record",
+                     help="call the real model for the cases FLOW.cassette.json has no answers "
+                          "for and keep them there; replay the rest")
+    rec.add_argument("--rerecord", action="store_const", const="all", dest="record",
+                     help="call the real model for every case and record its answers again")
 
 
 def _test_files(target: str) -> list[Path]:
@@ -53,7 +60,7 @@ def _test(args: argparse.Namespace) -> int:
     results: list[tuple[Path, list]] = []
     for file in _test_files(args.target):
         try:
-            cases = run_file(file, args.pattern)
+            cases = run_file(file, args.pattern, args.record)
         except TestFileError as exc:
             print(f"switchboard: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT

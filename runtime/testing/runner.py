@@ -237,9 +237,10 @@ def _gather(bus: Any, h: Happened) -> None:
     bus.subscribe(on)
 
 
-def run_case(flow_file: str, case: Case) -> CaseResult:
+def run_case(flow_file: str, case: Case, tape: Any = None) -> CaseResult:
     """Run one case on a fresh engine of the flow at ``flow_file``;
-    TestFileError for a case that names what the flow lacks."""
+    TestFileError for a case that names what the flow lacks. ``tape``: the
+    case's cassette.Tape, which its agents' LLM requests go through."""
     from runtime.engine import Engine
     from runtime.events import EventBus
     from runtime.flow import FlowError, load_flow
@@ -266,6 +267,10 @@ def run_case(flow_file: str, case: Case) -> CaseResult:
     async def inject(engine: Any) -> None:
         from runtime.message import Message, deep_copy
 
+        if tape is not None:
+            from .cassette import RESOURCE
+
+            engine.resource(RESOURCE, lambda: tape)
         engine.inject(case.input.node, Message(deep_copy(case.input.message)))
 
     engine.entry = inject
@@ -277,22 +282,35 @@ def run_case(flow_file: str, case: Case) -> CaseResult:
     h.exit_code = 1 if result.reason == "failed" or (result.reason == "timeout" and result.errors) \
         else 124 if result.reason == "timeout" and result.in_flight else 0
     failures = [f for f in (judge(e, h) for e in case.expect) if f is not None]
+    if tape is not None and tape.problem is not None:
+        failures.insert(0, ("LLM answers as recorded", *tape.problem))
     return CaseResult(case.name, not failures, ms, failures)
 
 
-def run_file(tests_file: str | Path, pattern: str | None = None) -> list[CaseResult]:
+def run_file(tests_file: str | Path, pattern: str | None = None,
+             record: str | None = None) -> list[CaseResult]:
     """Every case of a test file (whose names match ``pattern``, a
-    substring or a regex), one after another."""
+    substring or a regex), one after another. Their agents' LLM answers
+    come from the cassette beside it; ``record`` "new" records the cases
+    it has none for through the real model, "all" records every case again
+    (the cassette is written after the last case)."""
     from .cases import read_tests
+    from .cassette import Cassette, cassette_beside
 
     tests_file = Path(tests_file)
     tests = read_tests(tests_file)
     flow_file = flow_beside(tests_file, tests.flow)
+    cassette = Cassette(cassette_beside(tests_file))
     out = []
     for case in tests.cases:
         if pattern and pattern not in case.name and not _search(pattern, case.name):
             continue
-        out.append(run_case(str(flow_file), case))
+        tape = cassette.tape(case.name, record == "all" or (
+            record == "new" and case.name not in cassette.cases))
+        out.append(run_case(str(flow_file), case, tape))
+        tape.keep()
+    if cassette.changed:
+        cassette.save()
     return out
 
 
