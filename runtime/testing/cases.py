@@ -113,6 +113,8 @@ class Case(_Strict):
     mocks: dict[str, Mock] = Field(default_factory=dict)
     expect: list[Expectation] = Field(default_factory=list, max_length=MAX_EXPECT)
     timeout_seconds: float = Field(default=60.0, gt=0, le=MAX_TIMEOUT)
+    #: A .jsonl or .csv file (relative to the test file): one case per row (datasets.py).
+    dataset: str | None = Field(default=None, min_length=1)
 
 
 class TestFile(_Strict):
@@ -176,6 +178,9 @@ def read_tests(path: str | Path) -> TestFile:
         msg = err["msg"].removeprefix("Value error, ")
         raise TestFileError(f"{path}: {_where(err['loc'], data) or 'the file'}: {msg}{more}") \
             from None
+    from .datasets import expand
+
+    tests.cases = expand(path, tests.cases)
     names = [c.name for c in tests.cases]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:

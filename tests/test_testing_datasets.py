@@ -1,0 +1,141 @@
+"""Flow tests over datasets (runtime.testing.datasets): a case run once per
+row of a JSONL or CSV file, its input and expectations filled from the row;
+the dataset's bounds."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runtime.testing import TestFileError, read_tests, run_file
+
+
+def fixed(v):
+    return {"scope": "custom", "value": v}
+
+
+FLOW = {"format": "switchboard.flow/1", "name": "orders", "nodes": [
+    {"id": "src", "type": "core.inject", "params": {"payload": fixed({"total": 1})}},
+    {"id": "tag", "type": "core.change", "params": {"rules": fixed(
+        [{"action": "set", "path": "payload.seen", "value": True}])}},
+    {"id": "show", "type": "core.debug"},
+], "wires": [{"from": ["src", "out"], "to": ["tag", "in"]},
+             {"from": ["tag", "out"], "to": ["show", "in"]}]}
+
+
+def write(folder: Path, cases: list[dict], flow: dict = FLOW) -> Path:
+    (folder / "orders.flow.json").write_text(json.dumps(flow))
+    tests = folder / "orders.tests.json"
+    tests.write_text(json.dumps({"format": "switchboard.tests/1", "cases": cases}))
+    return tests
+
+
+def jsonl(folder: Path, rows: list, name: str = "rows.jsonl") -> str:
+    (folder / name).write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return name
+
+
+# a row's total goes in; the debug node must show it with the row's "want"
+ROW_CASE = {"name": "total", "dataset": "rows.jsonl",
+            "input": {"node": "tag", "message": {"payload": {"total": "{{ row.total }}"}}},
+            "expect": [{"kind": "debug", "node": "show",
+                        "equals": {"total": "{{ row.want }}", "seen": True}}]}
+
+
+def test_jsonl_rows_make_one_case_each_through_the_cli(tmp_path):
+    jsonl(tmp_path, [{"id": "small", "total": 3, "want": 3},
+                     {"id": "wrong", "total": 5, "want": 6}])
+    write(tmp_path, [ROW_CASE])
+    out = subprocess.run([sys.executable, "-m", "runtime.cli", "test", "orders.flow.json"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "PASS total[small] (" in out.stdout
+    assert "FAIL total[wrong] (" in out.stdout
+    # the whole-string template kept the row's int: equals 6 (an int), got 5
+    assert '  expected debug show: equals {"total": 6, "seen": true}' in out.stdout
+    assert "1 passed, 1 failed (2 cases in 1 file)" in out.stdout
+
+
+def test_csv_rows_are_strings_and_rows_without_id_are_numbered(tmp_path):
+    (tmp_path / "people.csv").write_text("name,greeting\nAda,hi Ada\nBob,hello Bob\n")
+    tests = write(tmp_path, [{
+        "name": "greet", "dataset": "people.csv",
+        "input": {"node": "tag", "message": {"payload": {
+            "name": "{{ row.name }}", "greeting": "hi {{ row.name }}"}}},
+        "expect": [{"kind": "debug", "expr": "msg.name ~ '!' == '{{ row.name }}!'"},
+                   {"kind": "debug", "equals": {"name": "{{ row.name }}",
+                                                "greeting": "{{ row.greeting }}", "seen": True}}]}])
+    cases = read_tests(tests).cases
+    assert [c.name for c in cases] == ["greet[0]", "greet[1]"]
+    assert cases[1].input.message == {"payload": {"name": "Bob", "greeting": "hi Bob"}}
+    ada, bob = run_file(tests)
+    assert ada.ok, ada.failures
+    # Bob's row expects "hello Bob"; the flow got "hi Bob"
+    assert not bob.ok and [f[0] for f in bob.failures] == [
+        'debug: equals {"name": "Bob", "greeting": "hello Bob", "seen": true}']
+    # -k picks rows by their case name
+    assert [r.name for r in run_file(tests, "greet[1]")] == ["greet[1]"]
+
+
+def test_a_row_that_is_not_an_object_is_named(tmp_path):
+    (tmp_path / "rows.jsonl").write_text('{"total": 1, "want": 1}\n\n[1, 2]\n')
+    tests = write(tmp_path, [ROW_CASE])
+    with pytest.raises(TestFileError, match=r"rows\.jsonl: line 3: a row must be an object, "
+                                            r"not list"):
+        read_tests(tests)
+    (tmp_path / "rows.jsonl").write_text('{"total": 1\n')
+    with pytest.raises(TestFileError, match=r"rows\.jsonl: line 1: not JSON"):
+        read_tests(tests)
+    (tmp_path / "rows.jsonl").write_text("")
+    with pytest.raises(TestFileError, match=r"rows\.jsonl: the dataset holds no row"):
+        read_tests(tests)
+    write(tmp_path, [dict(ROW_CASE, dataset="missing.jsonl")])
+    with pytest.raises(TestFileError, match=r"missing\.jsonl: cannot be read"):
+        read_tests(tests)
+    write(tmp_path, [dict(ROW_CASE, dataset="rows.txt")])
+    with pytest.raises(TestFileError, match=r"rows\.txt: a dataset is a \.jsonl or \.csv file"):
+        read_tests(tests)
+
+
+def test_a_csv_row_with_extra_fields_is_named(tmp_path):
+    (tmp_path / "people.csv").write_text("name\nAda\nBob,extra\n")
+    tests = write(tmp_path, [dict(ROW_CASE, dataset="people.csv")])
+    with pytest.raises(TestFileError, match=r"people\.csv: line 3: more fields than the header"):
+        read_tests(tests)
+
+
+def test_too_many_rows_and_too_large_a_file(tmp_path, monkeypatch):
+    from runtime.testing import datasets
+
+    jsonl(tmp_path, [{"total": i, "want": i} for i in range(3)])
+    tests = write(tmp_path, [ROW_CASE])
+    assert len(read_tests(tests).cases) == 3
+    monkeypatch.setattr(datasets, "MAX_ROWS", 2)
+    with pytest.raises(TestFileError, match=r"rows\.jsonl: more than 2 rows; a dataset holds "
+                                            r"at most 2"):
+        read_tests(tests)
+    monkeypatch.setattr(datasets, "MAX_DATASET_BYTES", 10)
+    with pytest.raises(TestFileError, match=r"rows\.jsonl: .* MB; a dataset may be at most"):
+        read_tests(tests)
+
+
+def test_a_row_that_breaks_the_case_is_named(tmp_path):
+    jsonl(tmp_path, [{"total": 1, "want": 1}, {"id": "odd", "total": 2, "want": 2,
+                                               "node": ["not", "text"]}])
+    tests = write(tmp_path, [dict(ROW_CASE, input={"node": "{{ row.node }}"})])
+    with pytest.raises(TestFileError, match=r"case 'total\[0\]' \(.*rows\.jsonl row 1\): input: "
+                                            r"'\{\{ row\.node \}\}': 'row' has no attribute 'node'"):
+        read_tests(tests)
+    write(tmp_path, [dict(ROW_CASE, input={"node": "{{ row.node if 'node' in row else 'tag' }}"})])
+    with pytest.raises(TestFileError, match=r"case 'total\[odd\]' \(.*rows\.jsonl row 2\): "
+                                            r"input\.node: "):
+        read_tests(tests)
+    write(tmp_path, [dict(ROW_CASE, input={"node": "{{ env.HOME }}{{ row.total }}"})])
+    with pytest.raises(TestFileError, match=r"a dataset's template reads row, not env"):
+        read_tests(tests)
