@@ -139,3 +139,87 @@ def test_a_row_that_breaks_the_case_is_named(tmp_path):
     write(tmp_path, [dict(ROW_CASE, input={"node": "{{ env.HOME }}{{ row.total }}"})])
     with pytest.raises(TestFileError, match=r"a dataset's template reads row, not env"):
         read_tests(tests)
+
+
+# scorers (runtime.testing.scorers): the kind "score"
+
+def test_scores_on_a_debug_value_show_on_the_case_line(tmp_path):
+    schema = {"type": "object", "required": ["total", "seen"],
+              "properties": {"total": {"type": "integer"}, "seen": {"const": True}}}
+    write(tmp_path, [
+        {"name": "shape", "input": {"node": "tag", "message": {"payload": {"total": 3}}},
+         "expect": [{"kind": "score", "scorer": "json_schema", "on": "debug", "schema": schema},
+                    {"kind": "score", "scorer": "mentions_all", "on": "debug", "node": "show",
+                     "expected": ["TOTAL", "seen"]}]},
+        {"name": "refund", "input": {"node": "tag", "message": {"payload": {"total": "x"}}},
+         "expect": [{"kind": "score", "scorer": "json_schema", "on": "debug", "schema": schema},
+                    {"kind": "score", "scorer": "mentions_all", "on": "debug",
+                     "expected": ["total", "seen", "refund"], "threshold": 0.5}]}])
+    out = subprocess.run([sys.executable, "-m", "runtime.cli", "test", "orders.flow.json"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+    assert out.returncode == 1, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("PASS shape (") and \
+        lines[0].endswith(" [json_schema 1.00, mentions_all 1.00]")
+    assert lines[1].startswith("FAIL refund (") and \
+        lines[1].endswith(" [json_schema 0.00, mentions_all 0.67]")
+    assert "  expected score json_schema of debug >= 1" in out.stdout
+    assert "  got      json_schema 0.00; at total: 'x' is not of type 'integer'" in out.stdout
+    # 0.67 reaches its threshold 0.5: only the schema failed
+    assert "score mentions_all" not in out.stdout
+
+
+def agent_flow(text: str) -> dict:
+    return {"format": "switchboard.flow/1", "name": "agent", "nodes": [
+        {"id": "ask", "type": "core.inject", "params": {"payload": fixed("go")}},
+        {"id": "agent", "type": "ai.agent", "params": {
+            "provider": fixed("scripted"), "script": fixed([{"text": text}])}},
+        {"id": "show", "type": "core.debug"},
+    ], "wires": [{"from": ["ask", "out"], "to": ["agent", "in"]},
+                 {"from": ["agent", "out"], "to": ["show", "in"]}]}
+
+
+def run_one(tmp_path: Path, text: str, expect: list[dict]):
+    from runtime.testing import run_case
+
+    tests = write(tmp_path, [{"name": "c", "input": {"node": "agent", "message": {
+        "payload": "go"}}, "expect": expect}], agent_flow(text))
+    return run_case(str(tmp_path / "orders.flow.json"), read_tests(tests).cases[0])
+
+
+def test_similarity_and_json_schema_on_the_answer(tmp_path):
+    r = run_one(tmp_path, "Order A-1 is shipped.", [
+        {"kind": "score", "scorer": "similarity", "expected": "order a-1 has shipped"},
+        {"kind": "score", "scorer": "similarity", "expected": "your refund is on its way",
+         "threshold": 0.5},
+        {"kind": "score", "scorer": "json_schema", "schema": {"type": "object"}}])
+    # 4 of 5 words in the same order: 0.80, at the default threshold 0.8
+    assert r.scores == ["similarity 0.80", "similarity 0.18", "json_schema 0.00"]
+    assert [f[0] for f in r.failures] == ["score similarity of answer >= 0.5",
+                                          "score json_schema of answer >= 1"]
+    assert "not JSON" in r.failures[1][1]
+    ok = run_one(tmp_path, '{"status": "shipped"}', [
+        {"kind": "score", "scorer": "json_schema", "schema": {
+            "type": "object", "properties": {"status": {"enum": ["shipped"]}}}},
+        {"kind": "score", "scorer": "mentions_all", "on": "answer", "node": "agent",
+         "expected": ["SHIPPED"]}])
+    assert ok.ok and ok.scores == ["json_schema 1.00", "mentions_all 1.00"]
+
+
+def test_no_answer_and_bad_scorer_fields_are_named(tmp_path):
+    r = run_one(tmp_path, "hi", [{"kind": "score", "scorer": "mentions_all", "node": "other",
+                                  "expected": ["hi"]}])
+    assert r.failures == [("score mentions_all of answer other >= 1", "no agent answered", "")]
+    for exp, said in [({"scorer": "similarity"}, "similarity needs 'expected', a text"),
+                      ({"scorer": "mentions_all", "expected": [1]},
+                       "mentions_all needs 'expected', a list of texts"),
+                      ({"scorer": "json_schema", "schema": {"type": 5}},
+                       "schema: not a valid JSON Schema"),
+                      ({"scorer": "similarity", "expected": "x", "threshold": 2},
+                       "threshold: Input should be less than or equal to 1")]:
+        tests = write(tmp_path, [{"name": "c", "input": {"node": "tag"},
+                                  "expect": [dict(exp, kind="score")]}])
+        with pytest.raises(TestFileError) as err:
+            read_tests(tests)
+        assert "cases[0] ('c').expect[0]" in str(err.value) and said in str(err.value)

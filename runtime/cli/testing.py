@@ -65,7 +65,9 @@ def _test(args: argparse.Namespace) -> int:
             print(f"switchboard: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
         for r in cases:
-            print(f"{'PASS' if r.ok else 'FAIL'} {printable(r.name)} ({r.ms:.0f} ms)", flush=True)
+            scores = f" [{', '.join(r.scores)}]" if r.scores else ""
+            print(f"{'PASS' if r.ok else 'FAIL'} {printable(r.name)} ({r.ms:.0f} ms){scores}",
+                  flush=True)
             for expected, happened, diff in r.failures:
                 print(f"  expected {printable(expected)}")
                 print(f"  got      {printable(happened)}")

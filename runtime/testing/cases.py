@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .scorers import ScoreExpect
+
 FORMAT = "switchboard.tests/1"
 MAX_FILE_BYTES = 5 * 1024 * 1024
 MAX_CASES = 1000
@@ -86,7 +88,7 @@ class NoNodeErrorExpect(_Strict):
 
 
 Expectation = Annotated[DebugExpect | OutputExpect | ToolCallsExpect | AnswerExpect | EndExpect
-                        | NoNodeErrorExpect, Field(discriminator="kind")]
+                        | NoNodeErrorExpect | ScoreExpect, Field(discriminator="kind")]
 
 
 class CaseInput(_Strict):
@@ -124,7 +126,7 @@ class TestFile(_Strict):
     cases: list[Case] = Field(max_length=MAX_CASES)
 
 
-_KINDS = ("debug", "output", "tool_calls", "answer", "end", "no_node_error")
+_KINDS = ("debug", "output", "tool_calls", "answer", "end", "no_node_error", "score")
 
 
 def _where(loc: tuple, data: Any) -> str:

@@ -26,6 +26,7 @@ from .cases import (
     TestFileError,
     ToolCallsExpect,
 )
+from .scorers import ScoreExpect, judge_score
 
 
 @dataclass
@@ -35,6 +36,8 @@ class CaseResult:
     ms: float
     #: Per failed expectation: (what was expected, what happened, a diff or "").
     failures: list[tuple[str, str, str]] = field(default_factory=list)
+    #: The scores of its ``score`` expectations (``similarity 0.93``), for its line.
+    scores: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -178,6 +181,8 @@ def judge(exp: Any, h: Happened) -> tuple[str, str, str] | None:
         if h.errors:
             return "no_node_error", "; ".join(f"node {n}: {t}" for n, t in h.errors[:5]), ""
         return None
+    if isinstance(exp, ScoreExpect):
+        return judge_score(exp, h.answers, h.debug)[1]
     raise AssertionError(exp)  # pragma: no cover: the models allow no other kind
 
 
@@ -284,7 +289,9 @@ def run_case(flow_file: str, case: Case, tape: Any = None) -> CaseResult:
     failures = [f for f in (judge(e, h) for e in case.expect) if f is not None]
     if tape is not None and tape.problem is not None:
         failures.insert(0, ("LLM answers as recorded", *tape.problem))
-    return CaseResult(case.name, not failures, ms, failures)
+    scores = [n for e in case.expect if isinstance(e, ScoreExpect)
+              for n in [judge_score(e, h.answers, h.debug)[0]] if n]
+    return CaseResult(case.name, not failures, ms, failures, scores)
 
 
 def run_file(tests_file: str | Path, pattern: str | None = None,
