@@ -154,17 +154,21 @@ class SubflowActions(QObject):
                                "Put the selected instance's nodes in its place", view_only=True)
         self.save_action = a("Save to &Library…", self.save_to_library, None, None,
                              "Save a subflow as a file of the subflow library")
+        self.props_action = a("Subflow &Properties…", self.edit_properties, None, None,
+                              "Edit the current subflow's label, description, result and "
+                              "params")
         self.close_tab_action = a("&Close Subflow Tab", window.tabs.close_current,
                                   CLOSE_TAB_SHORTCUT, None, "Close the current subflow's tab "
                                   "(its edits stay)")
         window.tabs.save_button.clicked.connect(lambda: self.save_to_library())
+        window.tabs.props_button.clicked.connect(lambda: self.edit_properties())
         window.tabs.current_changed.connect(self.update_actions)
 
     def add_menu(self, menubar) -> QMenu:
         m = menubar.addMenu("S&ubflow")
         m.addActions([self.convert_action, self.expand_action])
         m.addSeparator()
-        m.addActions([self.open_action, self.save_action])
+        m.addActions([self.open_action, self.props_action, self.save_action])
         m.addSeparator()
         m.addAction(self.close_tab_action)
         m.aboutToShow.connect(self.update_actions)
@@ -172,7 +176,7 @@ class SubflowActions(QObject):
 
     def actions(self) -> list[QAction]:
         return [self.convert_action, self.open_action, self.expand_action, self.save_action,
-                self.close_tab_action]
+                self.props_action, self.close_tab_action]
 
     def update_actions(self) -> None:
         tabs = self.window.tabs
@@ -186,6 +190,7 @@ class SubflowActions(QObject):
             inst is not None and self.window.document.flow.subflow(
                 subflow_name(tabs.doc().node(inst).type)) is not None))
         self.close_tab_action.setEnabled(tab is not None)
+        self.props_action.setEnabled(tab is not None)
 
     # -- helpers --------------------------------------------------------------------
     def _say(self, text: str) -> None:
@@ -314,6 +319,21 @@ class SubflowActions(QObject):
         scene.select_nodes(new)
         tabs.view().setFocus()
         return new
+
+    # -- Subflow Properties ------------------------------------------------------------
+    def edit_properties(self) -> bool:
+        """The current subflow tab's header and params (subflow_props), one
+        undo step on that tab's stack. True if they changed."""
+        from .subflow_props import SubflowPropsDialog, apply_properties
+
+        tab = self.window.tabs.current()
+        if tab is None:
+            self._say("Open a subflow's tab first to edit its properties")
+            return False
+        dialog = SubflowPropsDialog(self.window, tab.definition, tab.library is not None)
+        if not self._exec(dialog):
+            return False
+        return apply_properties(self.window, tab, dialog.result, dialog.renames)
 
     # -- Save to Library --------------------------------------------------------------
     def save_to_library(self, folder: Path | None = None, version: str | None = None):

@@ -126,12 +126,16 @@ class SubflowTabs(QObject):
         self.save_button.setObjectName("subflowSaveToLibrary")
         self.save_button.setToolTip("Save this subflow as a file of the subflow library, "
                                     "for other flows to use")
+        self.props_button = QPushButton("Properties…", self.widget)
+        self.props_button.setObjectName("subflowProperties")
+        self.props_button.setToolTip("This subflow's label, description, result and params")
         self.crumb_row = QWidget(self.widget)
         self.crumb_row.setObjectName("subflowCrumbRow")
         row = QHBoxLayout(self.crumb_row)
         row.setContentsMargins(12, 4, 8, 4)
         row.setSpacing(8)
         row.addWidget(self.crumbs, 1)
+        row.addWidget(self.props_button)
         row.addWidget(self.save_button)
         self.stack = QStackedWidget(self.widget)
         self.stack.addWidget(window.view)
@@ -416,6 +420,7 @@ class SubflowTabs(QObject):
         self.crumb_row.setVisible(several)
         tab = self.current()
         self.save_button.setVisible(tab is not None)
+        self.props_button.setVisible(tab is not None)
         if tab is not None:
             # A library copy saves a new version once it has edits to save.
             self.save_button.setEnabled(tab.library is None or not tab.doc.undo_stack.isClean())
