@@ -12,6 +12,8 @@
 - run (subflows-run.png, "Running and inspecting"): a finished run of that
   example: the instances' badges and wire counts, the Timeline grouped by
   instance;
+- props (subflows-props.png, "Declaring params"): Subflow Properties…
+  on that subflow, a secret param being added;
 - tool (subflows-tool.png, "A subflow as an agent's tool"): the Tools tab
   with a subflow call, the nodes that ran inside it and a nested call.
 
@@ -192,6 +194,44 @@ def shot_editing() -> None:
     grab(w, "subflows-editing")
 
 
+def shot_props() -> None:
+    """Subflow Properties… on the example's subflow "shipping": its header
+    and params table, a secret param being added (its AI box disabled),
+    drawn over the window where the dialog opens."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QColor, QPainter
+
+    from designer.window.subflow_props import SubflowPropsDialog
+
+    w = window(EXAMPLE)
+    w.activate_node(w.document, "ship_express")
+    settle()
+    tab = w.tabs.current()
+    assert tab is not None and tab.name == "shipping", "the subflow did not open"
+    dialog = SubflowPropsDialog(w, tab.definition, library=False)
+    row = dialog.add_row(None)
+    row.name.setText("api_key")
+    row.label.setText("API key")
+    row.type.setCurrentText("secret")
+    row.default.setText("SHIP_API_KEY")
+    row.description.setText("The carrier API's key, from the environment")
+    dialog.show()
+    settle()
+    shot = w.grab()
+    painter = QPainter(shot)
+    at = QPoint((shot.width() - dialog.width()) // 2, (shot.height() - dialog.height()) // 2)
+    painter.drawPixmap(at, dialog.grab())
+    painter.setPen(QColor("#8a8f98"))  # the frame a window manager would draw
+    painter.drawRect(at.x() - 1, at.y() - 1, dialog.width() + 1, dialog.height() + 1)
+    painter.end()
+    dialog.reject()
+    dialog.deleteLater()
+    shot.save(str(OUT / "subflows-props.png"))
+    print("subflows-props")
+    w.close()
+    settle()
+
+
 def shot_run() -> None:
     """A finished run of the order-subflows example, the Timeline grouped by
     instance."""
@@ -276,7 +316,7 @@ def shot_tool() -> None:
 
 
 SHOTS = {"instances": shot_instances, "editing": shot_editing, "run": shot_run,
-         "tool": shot_tool}
+         "tool": shot_tool, "props": shot_props}
 
 if __name__ == "__main__":
     wanted: list[str] = []
