@@ -182,7 +182,7 @@ def test_bad_test_file_exits_2_without_a_traceback(tmp_path):
 
 
 def test_bounds(tmp_path, monkeypatch):
-    import runtime.testing.cases as cases
+    import runtime.testing.reading as cases  # where read_tests reads the bounds
 
     tests = write(tmp_path, "triage", CORE_FLOW, [{"name": f"c{i}", "input": {"node": "tag"}}
                                                   for i in range(3)])

@@ -301,8 +301,8 @@ def run_file(tests_file: str | Path, pattern: str | None = None,
     come from the cassette beside it; ``record`` "new" records the cases
     it has none for through the real model, "all" records every case again
     (the cassette is written after the last case)."""
-    from .cases import read_tests
     from .cassette import Cassette, cassette_beside
+    from .reading import read_tests
 
     tests_file = Path(tests_file)
     tests = read_tests(tests_file)
