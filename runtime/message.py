@@ -30,6 +30,12 @@ RESERVED_KEYS = frozenset(
 #: agent's ``in`` continues. Not reserved for tool calls: a hook flow may read them.
 HOOK_ID = "__hook_id__"
 CONVERSATION_ID = "__conversation_id__"
+#: A subflow used as an agent's tool (runtime.engine.subflow_tool): the
+#: message key that says which call a message inside works for, and the run
+#: resource of the calls going on (caller id -> call), which the tool bridge
+#: reads too. Here, below both, so that the bridge needs no engine import.
+SUBFLOW_CALL = "__subflow_call__"
+SUBFLOW_CALLS = "subflow-tool-calls"
 
 _MISSING = object()
 #: Deepest nesting to_jsonable() keeps (events, the inspector, history).

@@ -63,6 +63,8 @@ from ..message import (
     MESSAGE_TYPE,
     PARAMETERS,
     RESERVED_KEYS,
+    SUBFLOW_CALL,
+    SUBFLOW_CALLS,
     TOOL_CALLER_ID,
     TOOL_DATA,
     TOOL_NAME,
@@ -75,10 +77,6 @@ from ..node import DROP, TOOL_CALL, Node, NodeConfigError, redact
 from ..spec import Scope
 from .errors import _log_traceback, error_text
 
-#: The message key that says which subflow tool call a message works for.
-SUBFLOW_CALL = "__subflow_call__"
-#: The engine resource of the subflow calls going on (caller id -> call).
-SUBFLOW_CALLS = "subflow-tool-calls"
 #: Most payloads a ``result: list`` call returns.
 MAX_RESULTS = 100
 #: Most tool.step events one call publishes.

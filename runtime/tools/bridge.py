@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 from ..approval import ApprovalRequest, people_of
 from ..arguments import _parse, argument_problem, event_args, masked, preview, short
 from ..cost import tool_cost
-from ..engine.subflow_tool import SUBFLOW_CALLS
 from ..events import NodeStatus, ToolApproval, ToolCall, ToolDecision, ToolResult
 from ..message import (
     AGENT_NODE_ID,
     MESSAGE_TYPE,
     PARAMETERS,
     RESERVED_KEYS,
+    SUBFLOW_CALLS,
     TOOL_CALLER_ID,
     TOOL_DATA,
     TOOL_ERROR,

@@ -134,3 +134,19 @@ def test_the_flows_problems_are_found_in_the_second_phase_not_before_the_first_p
     problems = [p for p in window.document.problems if p.node == "loose"]
     assert problems and "not connected" in problems[0].message
     assert "warning" in window.problems_label.text()  # the status bar says so
+
+
+def test_the_staged_window_loads_no_engine():
+    """Before the first paint the window needs the flow's model and checks,
+    never the engine (a run builds it): its import is start-up time the
+    user waits through. A fresh process, since this one has loaded it."""
+    code = ("import sys\n"
+            "from PySide6.QtWidgets import QApplication\n"
+            "app = QApplication([])\n"
+            "from designer.window.main_window import MainWindow\n"
+            "w = MainWindow(restore_layout=False, staged=True)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('runtime.engine')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
