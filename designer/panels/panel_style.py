@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QApplication,
     QComboBox,
+    QDialogButtonBox,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..look import theme
 from .editor_base import AI_COLOR, MESSAGE_COLOR
 
 
@@ -243,6 +245,23 @@ class WheelGuard(QObject):
         if outer is not None:
             QApplication.sendEvent(outer.verticalScrollBar(), event)
         return True
+
+
+def form_error_and_buttons(dialog, layout, on_ok) -> tuple[QLabel, QDialogButtonBox]:
+    """A form dialog's foot: an error line (hidden until a refused OK fills
+    it, in the theme's error colour) and OK / Cancel, OK calling ``on_ok``."""
+    error = QLabel("")
+    error.setObjectName("formError")
+    error.setWordWrap(True)
+    error.setStyleSheet(f"color: {theme.current().error};")
+    error.hide()
+    layout.addWidget(error)
+    buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
+                               | QDialogButtonBox.StandardButton.Cancel)
+    buttons.accepted.connect(on_ok)
+    buttons.rejected.connect(dialog.reject)
+    layout.addWidget(buttons)
+    return error, buttons
 
 
 def _outer_scroll_area(widget: QWidget) -> QScrollArea | None:

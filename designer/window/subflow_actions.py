@@ -19,7 +19,6 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
-    QDialogButtonBox,
     QFormLayout,
     QLabel,
     QLineEdit,
@@ -31,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from runtime.flow.subflows import find_library, is_instance_type, library_dirs, subflow_name
 
-from ..look import theme
+from ..panels.panel_style import form_error_and_buttons
 
 
 def _edits():
@@ -65,17 +64,7 @@ class _Form(QDialog):
         self.form = QFormLayout()
         self.form.setSpacing(8)
         layout.addLayout(self.form)
-        self.error = QLabel("")
-        self.error.setObjectName("formError")
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet(f"color: {theme.current().error};")
-        self.error.hide()
-        layout.addWidget(self.error)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
-                                        | QDialogButtonBox.StandardButton.Cancel)
-        self.buttons.accepted.connect(self._ok)
-        self.buttons.rejected.connect(self.reject)
-        layout.addWidget(self.buttons)
+        self.error, self.buttons = form_error_and_buttons(self, layout, self._ok)
         self.setMinimumWidth(420)
         #: Called on OK; returns an error text to show, or "" to close.
         self.check = lambda: ""

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDialog,
-    QDialogButtonBox,
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
@@ -40,7 +39,7 @@ from PySide6.QtWidgets import (
 from runtime.flow.model import SubflowDef, SubflowParam
 from runtime.spec import ParamType
 
-from ..look import theme
+from ..panels.panel_style import form_error_and_buttons
 
 #: The type column's choices, in order.
 TYPES = ["str", "int", "float", "bool", "enum", "json", "secret"]
@@ -271,17 +270,7 @@ class SubflowPropsDialog(QDialog):
         self.remove_button.clicked.connect(lambda: self.remove_row(self.table.currentRow()))
         self.up_button.clicked.connect(lambda: self.move_row(self.table.currentRow(), -1))
         self.down_button.clicked.connect(lambda: self.move_row(self.table.currentRow(), 1))
-        self.error = QLabel("")
-        self.error.setObjectName("formError")
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet(f"color: {theme.current().error};")
-        self.error.hide()
-        layout.addWidget(self.error)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
-                                        | QDialogButtonBox.StandardButton.Cancel)
-        self.buttons.accepted.connect(self._ok)
-        self.buttons.rejected.connect(self.reject)
-        layout.addWidget(self.buttons)
+        self.error, self.buttons = form_error_and_buttons(self, layout, self._ok)
         self.resize(980, 520)
 
     # -- rows -------------------------------------------------------------------------
